@@ -1,0 +1,13 @@
+"""aihw: calculators, simulators and small real experiments for a course on AI hardware.
+
+Layers, bottom to top (nothing imports upward):
+
+* analytic (standard library + numpy): :mod:`aihw.hardware`, :mod:`aihw.precision`,
+  :mod:`aihw.roofline`, :mod:`aihw.systolic`, :mod:`aihw.exercises`
+* torch experiments: :mod:`aihw.device`, :mod:`aihw.launch`, :mod:`aihw.measure`
+* plotting (:mod:`aihw.plots`) and widgets (:mod:`aihw.widgets`)
+
+``import aihw`` loads neither torch, matplotlib nor ipywidgets.
+"""
+
+__version__ = "0.1.0"

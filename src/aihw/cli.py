@@ -1,0 +1,60 @@
+"""The ``aihw`` command line: ``aihw hardware list``, ``aihw roofline ...``, ``aihw memory ...``.
+
+Each subcommand lives in :mod:`aihw.commands` as a module with ``add_parser(subparsers)`` and
+``run(args) -> int``. Bad input (a ValueError from any layer, or an argparse usage error) prints one line,
+``aihw: error: ...``, to stderr and exits with status 2: no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from collections.abc import Sequence
+
+import aihw.commands
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse prints usage plus the error; the course's CLI prints just the error, on one line."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise _UsageError(f"{self.prog}: {message} (see --help)")
+
+
+class _UsageError(Exception):
+    pass
+
+
+def _subcommand_modules():
+    for info in sorted(pkgutil.iter_modules(aihw.commands.__path__), key=lambda i: i.name):
+        if not info.name.startswith("_"):
+            yield importlib.import_module(f"aihw.commands.{info.name}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _OneLineParser(prog="aihw", description="Calculators and experiments of the aihw course.")
+    parser.add_argument("--version", action="version", version=f"aihw {aihw.__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_OneLineParser)
+    sub.required = True
+    for module in _subcommand_modules():
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit status."""
+    try:
+        args = build_parser().parse_args(argv)
+        return int(args.run(args) or 0)
+    except (_UsageError, ValueError) as exc:
+        message = " ".join(str(exc).split())  # always one line
+        print(f"aihw: error: {message}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `aihw hardware list | head`
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

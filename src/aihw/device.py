@@ -1,0 +1,159 @@
+"""Which device and which distributed backend this machine can use, and a plain description of it.
+
+Every CUDA-only call is guarded by ``torch.cuda.is_available()``, so this module runs unchanged on a
+CPU-only laptop, a Mac (MPS) or a GPU runtime.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+from aihw._validate import require_choice, require_positive
+
+DEVICE_CHOICES = ("auto", "cpu", "cuda", "cuda:N", "mps")
+BACKEND_CHOICES = ("auto", "gloo", "nccl")
+
+
+def _mps_available() -> bool:
+    mps = getattr(torch.backends, "mps", None)
+    return bool(mps is not None and mps.is_available())
+
+
+def _available_summary() -> str:
+    """One phrase saying which devices exist here, for error messages."""
+    found = ["cpu"]
+    if torch.cuda.is_available():
+        found.append(f"cuda:0..cuda:{torch.cuda.device_count() - 1}")
+    if _mps_available():
+        found.append("mps")
+    return ", ".join(found)
+
+
+def pick_device(preference: str = "auto") -> torch.device:
+    """Resolve ``preference`` ("auto" | "cpu" | "cuda" | "cuda:N" | "mps") to a torch.device.
+
+    "auto" takes CUDA, then MPS, then the CPU. Asking for a device that is not here raises ValueError
+    naming it and what is available.
+    """
+    if not isinstance(preference, str):
+        raise ValueError(f"device preference must be a string, one of {', '.join(DEVICE_CHOICES)}; "
+                         f"got {preference!r}")
+    pref = preference.strip().lower()
+    if pref == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda", 0)
+        return torch.device("mps") if _mps_available() else torch.device("cpu")
+    if pref == "cpu":
+        return torch.device("cpu")
+    if pref == "mps":
+        if not _mps_available():
+            raise ValueError(f"device 'mps' was requested but MPS is not available; available: "
+                             f"{_available_summary()}")
+        return torch.device("mps")
+    match = re.fullmatch(r"cuda(?::(\d+))?", pref)
+    if match is None:
+        if pref != "cuda:n":
+            require_choice("device", preference, DEVICE_CHOICES)  # raises, listing close matches
+        raise ValueError(f"device {preference!r}: write N as a GPU index, e.g. 'cuda:0'")
+    index = int(match.group(1) or 0)
+    if not torch.cuda.is_available():
+        raise ValueError(f"device {preference!r} was requested but no CUDA GPU is available; available: "
+                         f"{_available_summary()}")
+    count = torch.cuda.device_count()
+    if index >= count:
+        raise ValueError(f"device {preference!r} was requested but this machine has {count} CUDA GPU(s); "
+                         f"available: {_available_summary()}")
+    return torch.device("cuda", index)
+
+
+@dataclass(frozen=True)
+class BackendChoice:
+    """A process-group backend and the sentence that explains why it was chosen."""
+
+    backend: str  # "gloo" or "nccl"
+    reason: str  # one sentence, shown to the reader
+    device_type: str  # "cpu" for gloo, "cuda" for nccl: where each rank keeps its tensors
+
+
+def _nccl_blocker(world_size: int) -> str | None:
+    """Why NCCL cannot run ``world_size`` ranks here, or None if it can."""
+    if not torch.cuda.is_available():
+        return "no CUDA GPU is available"
+    if not (dist.is_available() and dist.is_nccl_available()):
+        return "this torch build has no NCCL support"
+    gpus = torch.cuda.device_count()
+    if gpus < world_size:
+        return f"{world_size} ranks but {gpus} GPU{'s' if gpus != 1 else ''}; NCCL needs one GPU per rank"
+    return None
+
+
+def pick_backend(world_size: int, *, preference: str = "auto") -> BackendChoice:
+    """Choose "nccl" (one GPU per rank) or "gloo" (CPU tensors) for ``world_size`` ranks on this machine.
+
+    preference "auto" takes NCCL when CUDA and NCCL are available and there is a GPU per rank, else gloo;
+    "nccl" raises ValueError saying why it cannot be honoured; "gloo" is always possible.
+    """
+    world_size = require_positive("world_size", world_size, integer=True)
+    preference = require_choice("backend", preference, BACKEND_CHOICES)
+    if not dist.is_available():
+        raise ValueError("torch.distributed is not available in this torch build, so no backend can run")
+    blocker = _nccl_blocker(world_size)
+    if preference == "nccl":
+        if blocker is not None:
+            raise ValueError(f"backend 'nccl' cannot be used: {blocker}; use backend='gloo' or 'auto'")
+        return BackendChoice("nccl", f"nccl: {world_size} ranks on {torch.cuda.device_count()} GPUs, "
+                                     "as requested", "cuda")
+    if preference == "gloo":
+        return BackendChoice("gloo", "gloo: requested explicitly; tensors stay on the CPU", "cpu")
+    if blocker is None:
+        return BackendChoice("nccl", f"nccl: {world_size} ranks, {torch.cuda.device_count()} GPUs, "
+                                     "one GPU per rank", "cuda")
+    return BackendChoice("gloo", f"gloo: {blocker}; tensors stay on the CPU", "cpu")
+
+
+def _cpu_model() -> str:
+    """The CPU's marketing name from /proc/cpuinfo (Linux), else what platform reports."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def describe_device(device: str | torch.device = "auto") -> dict:
+    """What this machine is: device, CPU model, core count, torch version and, on CUDA, GPU name/memory.
+
+    Memory is in bytes. Values are plain str/int/float so the dict can be saved as JSON.
+    """
+    resolved = device if isinstance(device, torch.device) else pick_device(device)
+    info: dict = {
+        "device": str(resolved),
+        "platform": platform.platform(),
+        "cpu_model": _cpu_model(),
+        "cpu_cores": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "torch_version": torch.__version__,
+        "cuda_available": torch.cuda.is_available(),
+    }
+    if hasattr(os, "getloadavg"):  # other busy processes make every timing slower: record how busy
+        info["load_average_1min"] = round(os.getloadavg()[0], 2)
+    if torch.cuda.is_available():
+        index = resolved.index if resolved.type == "cuda" and resolved.index is not None else 0
+        props = torch.cuda.get_device_properties(index)
+        info.update({
+            "cuda_device_name": props.name,
+            "cuda_memory_bytes": int(props.total_memory),
+            "cuda_capability": f"{props.major}.{props.minor}",
+            "cuda_device_count": torch.cuda.device_count(),
+            "cuda_version": torch.version.cuda,
+        })
+    return info

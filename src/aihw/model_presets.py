@@ -1,0 +1,147 @@
+"""Decoder-only transformer shapes and the published models the memory chapter sizes (stdlib only).
+
+A :class:`ModelShape` holds exactly the numbers that decide memory: width, depth, heads, key/value heads,
+feed-forward width, vocabulary, context, and the few architectural switches that change the parameter count
+(biases, gated MLP, LayerNorm vs RMSNorm, learned positions, tied embeddings). Parameter counts are computed
+from these, never typed in; ``published_params`` is kept only so the tests can compare.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aihw._validate import require_choice, require_positive
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """Architecture of a decoder-only transformer, as far as memory is concerned."""
+
+    name: str
+    hidden: int  # model width h
+    layers: int  # number of transformer blocks L
+    heads: int  # attention (query) heads a
+    vocab: int  # vocabulary size V
+    max_seq: int  # context length the model was trained with (tokens)
+    kv_heads: int | None = None  # key/value heads: = heads for MHA, < heads for GQA, 1 for MQA
+    ffn: int | None = None  # feed-forward inner width; None means 4 * hidden (GPT-2)
+    gated_mlp: bool = False  # SwiGLU-style MLP with three matrices (gate, up, down) instead of two
+    biases: bool = True  # bias vectors in every linear layer (GPT-2) or none (Llama, Mistral)
+    norm: str = "layernorm"  # "layernorm" (weight + bias) or "rmsnorm" (weight only)
+    learned_positions: bool = True  # a max_seq x hidden position table (GPT-2); False for RoPE
+    tied_embeddings: bool = True  # output head shares the token-embedding matrix
+    source: str = ""  # where the configuration was read (URL)
+    published_params: float | None = None  # the count its authors publish, for tests only
+
+    def __post_init__(self) -> None:
+        for field in ("hidden", "layers", "heads", "vocab", "max_seq"):
+            require_positive(field, getattr(self, field), integer=True)
+        if self.hidden % self.heads:
+            raise ValueError(f"heads={self.heads} must divide hidden={self.hidden} "
+                             f"(head dimension hidden/heads must be a whole number)")
+        if self.kv_heads is not None:
+            require_positive("kv_heads", self.kv_heads, integer=True)
+            if self.heads % self.kv_heads:
+                raise ValueError(f"kv_heads={self.kv_heads} must divide heads={self.heads} "
+                                 f"(each key/value head serves a whole group of query heads)")
+        if self.ffn is not None:
+            require_positive("ffn", self.ffn, integer=True)
+        require_choice("norm", self.norm, ("layernorm", "rmsnorm"))
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.heads
+
+    @property
+    def n_kv_heads(self) -> int:
+        return self.heads if self.kv_heads is None else self.kv_heads
+
+    @property
+    def kv_dim(self) -> int:
+        """Width of the key (and of the value) projection: kv_heads * head_dim."""
+        return self.n_kv_heads * self.head_dim
+
+    @property
+    def ffn_dim(self) -> int:
+        return 4 * self.hidden if self.ffn is None else self.ffn
+
+    @property
+    def attention_kind(self) -> str:
+        """"MHA", "GQA" or "MQA"."""
+        return "MHA" if self.n_kv_heads == self.heads else ("MQA" if self.n_kv_heads == 1 else "GQA")
+
+    def layer_params(self) -> int:
+        """Parameters of one transformer block: attention, MLP and its two norms."""
+        h, kv, f = self.hidden, self.kv_dim, self.ffn_dim
+        attention = h * h + 2 * h * kv + h * h  # W_q, W_k, W_v, W_o
+        mlp = (3 if self.gated_mlp else 2) * h * f
+        if self.biases:
+            attention += h + 2 * kv + h
+            mlp += (2 * f if self.gated_mlp else f) + h
+        return attention + mlp + 2 * self._norm_params()
+
+    def embedding_params(self) -> int:
+        """Token (and learned position) embeddings."""
+        return self.vocab * self.hidden + (self.max_seq * self.hidden if self.learned_positions else 0)
+
+    def head_params(self) -> int:
+        """Final norm plus the output projection (0 extra when tied to the token embedding)."""
+        return self._norm_params() + (0 if self.tied_embeddings else self.vocab * self.hidden)
+
+    def param_count(self) -> int:
+        """Total parameters, computed from the architecture."""
+        return self.embedding_params() + self.layers * self.layer_params() + self.head_params()
+
+    def _norm_params(self) -> int:
+        return 2 * self.hidden if self.norm == "layernorm" else self.hidden
+
+
+_HF = "https://huggingface.co"
+
+
+def _gpt2(name: str, hidden: int, layers: int, heads: int, repo: str, published: float) -> ModelShape:
+    # GPT-2: learned positions, LayerNorm with bias, biases everywhere, GELU MLP of width 4h, tied head.
+    return ModelShape(name, hidden, layers, heads, vocab=50257, max_seq=1024,
+                      source=f"{_HF}/openai-community/{repo}/blob/main/config.json", published_params=published)
+
+
+def _llama(name: str, hidden: int, layers: int, heads: int, kv_heads: int, ffn: int, vocab: int,
+           max_seq: int, repo: str, published: float) -> ModelShape:
+    # Llama / Mistral: RoPE (no position table), RMSNorm, no biases, SwiGLU MLP, untied output head.
+    return ModelShape(name, hidden, layers, heads, vocab=vocab, max_seq=max_seq, kv_heads=kv_heads, ffn=ffn,
+                      gated_mlp=True, biases=False, norm="rmsnorm", learned_positions=False,
+                      tied_embeddings=False, source=f"{_HF}/{repo}/blob/main/config.json",
+                      published_params=published)
+
+
+PRESETS: dict[str, ModelShape] = {
+    m.name: m
+    for m in (
+        _gpt2("gpt2-small", 768, 12, 12, "gpt2", 124e6),
+        _gpt2("gpt2-medium", 1024, 24, 16, "gpt2-medium", 355e6),
+        _gpt2("gpt2-large", 1280, 36, 20, "gpt2-large", 774e6),
+        _gpt2("gpt2-xl", 1600, 48, 25, "gpt2-xl", 1.5e9),
+        _llama("llama-2-7b", 4096, 32, 32, 32, 11008, 32000, 4096, "meta-llama/Llama-2-7b-hf", 6.74e9),
+        _llama("llama-2-13b", 5120, 40, 40, 40, 13824, 32000, 4096, "meta-llama/Llama-2-13b-hf", 13.0e9),
+        _llama("llama-2-70b", 8192, 80, 64, 8, 28672, 32000, 4096, "meta-llama/Llama-2-70b-hf", 69.0e9),
+        _llama("llama-3-8b", 4096, 32, 32, 8, 14336, 128256, 8192, "meta-llama/Meta-Llama-3-8B", 8.03e9),
+        _llama("llama-3-70b", 8192, 80, 64, 8, 28672, 128256, 8192, "meta-llama/Meta-Llama-3-70B", 70.6e9),
+        _llama("mistral-7b", 4096, 32, 32, 8, 14336, 32000, 8192, "mistralai/Mistral-7B-v0.1", 7.24e9),
+    )
+}
+
+# The paper (or model card) each family's published parameter count comes from; keys of chapters/memory_refs.bib.
+PRESET_PAPERS: dict[str, str] = {
+    "gpt2": "memory_radford2019", "llama-2": "memory_touvron2023", "llama-3": "memory_dubey2024",
+    "mistral": "memory_jiang2023",
+}
+
+
+def get_preset(name: str) -> ModelShape:
+    """Look up an architecture preset by name (case-insensitive); unknown names list close matches."""
+    key = name.lower() if isinstance(name, str) else name
+    return PRESETS[require_choice("model preset", key, PRESETS)]
+
+
+def list_presets() -> list[str]:
+    return list(PRESETS)

@@ -1,0 +1,1 @@
+"""Plots layer of aihw (top of the stack; imports the layers below, never the other way)."""

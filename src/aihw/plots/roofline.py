@@ -1,0 +1,83 @@
+"""Roofline plots: catalogue chips, operations placed on them, and the reader's own measured device."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from aihw.hardware import Chip, get_chip
+from aihw.roofline import OpEstimate, attainable_flops, ridge_point
+
+
+def roofline_curve(peak_flops: float, bandwidth: float, intensities: np.ndarray) -> np.ndarray:
+    """Attainable FLOP/s at each intensity (vectorised min(peak, I * bandwidth))."""
+    return np.minimum(peak_flops, intensities * bandwidth)
+
+
+def plot_roofline(chips: Sequence[str | Chip], dtype: str = "bf16", *, ops: Iterable[OpEstimate] = (),
+                  measured=None, measured_dtype: str | None = None, ax=None,
+                  intensity_range: tuple[float, float] = (0.05, 1e4)):
+    """Draw each chip's roofline for ``dtype``, mark ridge points, place ``ops`` and a measured device.
+
+    ``measured`` is an :class:`aihw.measure.DeviceMeasurement` (or anything with ``best_bandwidth()``,
+    ``best_flops(dtype)`` and ``matmul`` points carrying ``intensity``/``flops_per_s``/``dtype``/``n``).
+    Returns the figure. Axes: intensity in FLOP/byte, attainable performance in TFLOP/s, both log scale.
+    """
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(8, 5))
+    x = np.logspace(np.log10(intensity_range[0]), np.log10(intensity_range[1]), 400)
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, chip in enumerate(chips):
+        chip = get_chip(chip) if isinstance(chip, str) else chip
+        if dtype not in chip.flops:
+            continue
+        peak, bw = chip.peak_flops(dtype), chip.bandwidth_bytes_per_s
+        colour = colours[i % len(colours)]
+        ax.plot(x, roofline_curve(peak, bw, x) / 1e12, color=colour, lw=2,
+                label=f"{chip.name} ({peak / 1e12:,.0f} TFLOP/s, {bw / 1e12:.2f} TB/s)")
+        ax.plot([ridge_point(peak, bw)], [peak / 1e12], "o", color=colour, ms=5)
+    for op in ops:
+        ax.plot([op.intensity], [op.attainable_flops / 1e12], "k^", ms=8)
+        ax.annotate(f"{op.name}\n{op.bound}-bound", (op.intensity, op.attainable_flops / 1e12),
+                    textcoords="offset points", xytext=(6, -18), fontsize=8)
+    if measured is not None:
+        _plot_measured(ax, measured, measured_dtype or dtype, x)
+    ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOP/byte)",
+           ylabel="attainable performance (TFLOP/s, dense)", title=f"Roofline, {dtype}")
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def _plot_measured(ax, measured, dtype: str, x: np.ndarray) -> None:
+    points = [p for p in measured.matmul if p.dtype == dtype]
+    if not points:
+        return
+    bw, peak = measured.best_bandwidth(), max(p.flops_per_s for p in points)
+    ax.plot(x, roofline_curve(peak, bw, x) / 1e12, "k--", lw=1.5,
+            label=f"this machine, measured ({peak / 1e12:.3g} TFLOP/s, {bw / 1e9:.3g} GB/s)")
+    ax.plot([p.intensity for p in points], [p.flops_per_s / 1e12 for p in points], "ks", ms=5,
+            label=f"this machine: {dtype} matmuls n={','.join(str(p.n) for p in points)}")
+
+
+def plot_attainable_vs_size(chip: str | Chip, sizes: Sequence[int], dtypes: Sequence[str] = ("fp32", "bf16", "fp8"),
+                            ax=None):
+    """Attainable fraction of peak for n×n×n matmuls as n grows: where each precision becomes compute-bound."""
+    from aihw.roofline import square_matmul_intensity
+
+    chip = get_chip(chip) if isinstance(chip, str) else chip
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(7, 4))
+    for dtype in dtypes:
+        if dtype not in chip.flops:
+            continue
+        peak, bw = chip.peak_flops(dtype), chip.bandwidth_bytes_per_s
+        frac = [attainable_flops(square_matmul_intensity(n, dtype), peak, bw) / peak for n in sizes]
+        ax.plot(sizes, frac, marker="o", label=dtype)
+    ax.set(xscale="log", xlabel="matrix size n (n×n×n matmul)", ylabel="attainable fraction of peak",
+           title=f"{chip.name}: when does a square matmul become compute-bound?", ylim=(0, 1.05))
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,28 @@
+"""Pieces every widget uses: an inline error line and showing a matplotlib figure in an Output."""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as W
+import matplotlib.pyplot as plt
+
+
+def error_box() -> W.HTML:
+    """An HTML line that shows bad input inline (never a traceback)."""
+    return W.HTML(value="", layout=W.Layout(min_height="1.5em"))
+
+
+def show_error(box: W.HTML, exc: Exception | None) -> None:
+    box.value = "" if exc is None else (
+        f'<span style="color:#b00020">&#9888; {html.escape(str(exc))}</span>')
+
+
+def show_figure(out: W.Output, fig) -> None:
+    """Replace ``out``'s content with ``fig`` and close the figure (no duplicate display)."""
+    out.clear_output(wait=True)
+    with out:
+        from IPython.display import display
+
+        display(fig)
+    plt.close(fig)

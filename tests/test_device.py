@@ -1,0 +1,107 @@
+"""Device and backend choice: real answers on this machine, simulated GPUs through monkeypatch."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from aihw.device import BackendChoice, describe_device, pick_backend, pick_device
+
+requires_no_gpu = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only answers")
+
+
+def _simulate_gpus(monkeypatch: pytest.MonkeyPatch, count: int, nccl: bool = True) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: count > 0)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: count)
+    monkeypatch.setattr(dist, "is_nccl_available", lambda: nccl)
+
+
+def test_pick_device_cpu_always_works():
+    assert pick_device("cpu") == torch.device("cpu")
+    assert pick_device(" CPU ") == torch.device("cpu")
+
+
+@requires_no_gpu
+def test_pick_device_auto_falls_back_without_gpu():
+    assert pick_device("auto").type in ("cpu", "mps")
+
+
+@requires_no_gpu
+@pytest.mark.parametrize("preference", ["cuda", "cuda:0", "cuda:3"])
+def test_pick_device_gpu_request_without_gpu_names_it_and_what_exists(preference):
+    with pytest.raises(ValueError, match=rf"'{preference}'.*no CUDA GPU.*available: cpu"):
+        pick_device(preference)
+
+
+def test_pick_device_unknown_name_lists_choices_and_close_matches():
+    with pytest.raises(ValueError, match=r"'cdua'.*allowed: auto, cpu.*did you mean 'cuda'"):
+        pick_device("cdua")
+    with pytest.raises(ValueError, match="cuda:0"):
+        pick_device("cuda:N")
+
+
+def test_pick_device_simulated_gpus_checks_index(monkeypatch):
+    _simulate_gpus(monkeypatch, 2)
+    assert pick_device("auto") == torch.device("cuda", 0)
+    assert pick_device("cuda:1") == torch.device("cuda", 1)
+    with pytest.raises(ValueError, match=r"'cuda:2'.*2 CUDA GPU"):
+        pick_device("cuda:2")
+
+
+@requires_no_gpu
+def test_pick_backend_cpu_is_gloo_with_reason():
+    choice = pick_backend(2)
+    assert isinstance(choice, BackendChoice)
+    assert (choice.backend, choice.device_type) == ("gloo", "cpu")
+    assert "gloo" in choice.reason and "no CUDA GPU" in choice.reason
+
+
+@requires_no_gpu
+def test_pick_backend_nccl_on_cpu_machine_raises_why():
+    with pytest.raises(ValueError, match=r"nccl.*no CUDA GPU"):
+        pick_backend(2, preference="nccl")
+
+
+def test_pick_backend_one_gpu_two_ranks_is_gloo(monkeypatch):
+    _simulate_gpus(monkeypatch, 1)
+    choice = pick_backend(2)
+    assert choice.backend == "gloo"
+    assert choice.reason == "gloo: 2 ranks but 1 GPU; NCCL needs one GPU per rank; tensors stay on the CPU"
+    with pytest.raises(ValueError, match="2 ranks but 1 GPU"):
+        pick_backend(2, preference="nccl")
+
+
+def test_pick_backend_gpu_per_rank_is_nccl(monkeypatch):
+    _simulate_gpus(monkeypatch, 2)
+    choice = pick_backend(2)
+    assert (choice.backend, choice.device_type) == ("nccl", "cuda")
+    assert "one GPU per rank" in choice.reason
+    assert pick_backend(2, preference="gloo").backend == "gloo"
+
+
+def test_pick_backend_without_nccl_build_is_gloo(monkeypatch):
+    _simulate_gpus(monkeypatch, 4, nccl=False)
+    assert pick_backend(2).backend == "gloo"
+    assert "no NCCL support" in pick_backend(2).reason
+
+
+@pytest.mark.parametrize("world_size", [0, -1, 2.5, True, "2"])
+def test_pick_backend_rejects_bad_world_size(world_size):
+    with pytest.raises(ValueError, match="world_size"):
+        pick_backend(world_size)
+
+
+def test_pick_backend_rejects_unknown_preference():
+    with pytest.raises(ValueError, match=r"'ncl'.*did you mean 'nccl'"):
+        pick_backend(2, preference="ncl")
+
+
+def test_describe_device_reports_this_machine():
+    info = describe_device("cpu")
+    assert info["device"] == "cpu"
+    assert info["torch_version"] == torch.__version__
+    assert isinstance(info["cpu_cores"], int) and info["cpu_cores"] >= 1
+    assert info["cpu_model"]
+    assert info["cuda_available"] == torch.cuda.is_available()
+    assert ("cuda_device_name" in info) == torch.cuda.is_available()
