@@ -36,7 +36,7 @@ from aihw._validate import require_choice, require_positive
 from aihw.device import BACKEND_CHOICES, pick_backend
 
 HOST = "127.0.0.1"  # every rank runs on this machine
-DEFAULT_MAX_WORLD_SIZE = 16  # each rank is a whole Python process with torch loaded (~300 MB of memory)
+DEFAULT_MAX_WORLD_SIZE = 16  # each rank is a whole Python process with torch loaded
 STOP_GRACE_S = 3.0  # seconds between SIGTERM and SIGKILL when stopping ranks
 EXIT_PATIENCE_S = 5.0  # seconds finished ranks get to tear down their process group before being stopped
 SILENT_DEATH_GRACE_S = 1.0  # a rank that exited is declared failed if no report arrives within this

@@ -32,13 +32,15 @@ def plot_breakdown(estimates: MemoryEstimate | Mapping[str, MemoryEstimate], *, 
         ax.bar(x, vals, bottom=bottom, color=COLOURS[comp], label=comp.replace("_", " "), width=0.6)
         bottom += vals
     for xi, top in zip(x, bottom, strict=True):
-        ax.annotate(f"{top:,.3g} GB", (xi, top), ha="center", va="bottom", fontsize=8)
+        ax.annotate(f"{top:,.0f} GB" if top >= 100 else f"{top:.3g} GB", (xi, top), ha="center", va="bottom",
+                    fontsize=8)
     if capacity_bytes:
         ax.axhline(capacity_bytes / GB, color="black", ls="--", lw=1.2)
-        ax.annotate(f"{capacity_label}: {capacity_bytes / GB:,.0f} GB", (x[-1] + 0.35, capacity_bytes / GB),
-                    ha="right", va="bottom", fontsize=8)
+        ax.annotate(f"{capacity_label}: {capacity_bytes / GB:,.0f} GB", (x[0] - 0.4, capacity_bytes / GB),
+                    ha="left", va="bottom", fontsize=8)
     ax.set_xticks(x, labels, rotation=15 if len(labels) > 3 else 0, ha="right" if len(labels) > 3 else "center")
-    ax.set_ylabel(("per-device" if per_device else "single-device total") + " memory (GB = 1e9 bytes)")
+    ax.set_ylabel("memory (GB = 1e9 bytes)")
+    ax.set_title("per device" if per_device else "one device holding everything", fontsize=10)
     ax.set_ylim(0, max(bottom.max(), (capacity_bytes or 0) / GB) * 1.15 or 1)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
@@ -58,7 +60,7 @@ def plot_predicted_vs_measured(rows: Sequence[Mapping], *, ax=None, title: str =
            edgecolor="black", hatch="//")
     for xi, r in zip(x, rows, strict=True):
         ax.annotate(f"x{r['ratio']:.3f}", (xi + 0.2, r["measured"] / 1e6), ha="center", va="bottom", fontsize=7)
-    ax.set_xticks(x, [c.replace("_", " ") for c in comps])
+    ax.set_xticks(x, [("peak vs sum" if c == "peak" else c.replace("_", " ")) for c in comps])
     ax.set_ylabel("MB (1e6 bytes)")
     ax.set_title(title or "predicted vs measured (ratio = measured / predicted)", fontsize=10)
     ax.legend(fontsize=8)

@@ -26,3 +26,13 @@ def show_figure(out: W.Output, fig) -> None:
 
         display(fig)
     plt.close(fig)
+
+
+def figure_png(fig, *, dpi: int = 80) -> bytes:
+    """Render ``fig`` to PNG bytes (for a ``W.Image``) and close it: cheaper than displaying in an Output."""
+    import io
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi)
+    plt.close(fig)
+    return buffer.getvalue()

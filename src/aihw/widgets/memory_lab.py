@@ -64,8 +64,9 @@ def draw(view: dict, measured: list[dict] | None = None):
     """Stacked bars (single-device total and per device) + predicted-vs-measured panel when measured."""
     fig, axes = plt.subplots(1, 2 if measured else 1, figsize=(11 if measured else 7, 4.2), squeeze=False)
     est = view["estimate"]
-    plot_breakdown({"one device holds all": _as_total(est), "per device": est}, ax=axes[0][0],
-                   capacity_bytes=view["capacity_bytes"])
+    plot_breakdown({"one device holds all": _as_total(est), f"per device ({est.devices} devices)": est},
+                   ax=axes[0][0], capacity_bytes=view["capacity_bytes"])
+    axes[0][0].set_title(est.config.model.name if est.config.model else "", fontsize=10)
     if measured:
         plot_predicted_vs_measured(measured, ax=axes[0][1], title="custom model on this machine (fp32)")
     return fig

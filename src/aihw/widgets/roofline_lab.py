@@ -14,11 +14,11 @@ import ipywidgets as W
 import numpy as np
 
 from aihw import hardware, roofline, systolic
-from aihw.plots.roofline import plot_roofline
+from aihw.plots.roofline import RooflinePlot, plot_roofline
 from aihw.plots.systolic import plot_trace_step
 from aihw.precision import BYTES_PER_ELEMENT
 from aihw.report import markdown_table
-from aihw.widgets._common import error_box, show_error, show_figure
+from aihw.widgets._common import error_box, figure_png, show_error, show_figure
 
 DEFAULT_CHIPS = ("H100 SXM", "TPU v5e")
 
@@ -62,7 +62,8 @@ def roofline_explorer(chips: Sequence[str] = DEFAULT_CHIPS, dtype: str = "bf16",
     dtype_box = W.Dropdown(options=[p for p in BYTES_PER_ELEMENT if p != "int4"], value=dtype, description="dtype")
     dims = [W.IntText(value=v, description=d, layout=W.Layout(width="160px")) for d, v in zip("MNK", shape,
                                                                                              strict=True)]
-    err, table, out = error_box(), W.HTML(), W.Output()
+    err, table, image = error_box(), W.HTML(), W.Image(format="png")
+    canvas = RooflinePlot()
 
     def update(_=None) -> None:
         try:
@@ -71,13 +72,13 @@ def roofline_explorer(chips: Sequence[str] = DEFAULT_CHIPS, dtype: str = "bf16",
             show_error(err, exc)
             return
         show_error(err, None)
-        ops = [est for _, est in estimates[:1]]
-        show_figure(out, plot_roofline([c for c, _ in estimates], dtype_box.value, ops=ops))
+        canvas.update([c for c, _ in estimates], dtype_box.value, ops=[est for _, est in estimates[:1]])
+        image.value = canvas.png()
 
     for control in (pick, dtype_box, *dims):
         control.observe(update, names="value")
     update()
-    return W.VBox([W.HBox([pick, W.VBox([dtype_box, *dims])]), err, table, out])
+    return W.VBox([W.HBox([pick, W.VBox([dtype_box, *dims])]), err, table, image])
 
 
 def systolic_step(A: np.ndarray, B: np.ndarray, *, size: int, dataflow: str, cycle: int) -> tuple[object, dict]:
@@ -102,7 +103,7 @@ def systolic_stepper(size: int = 3, m: int = 4, k: int = 3, n: int = 3, seed: in
     cycle = W.IntSlider(value=0, min=0, max=total - 1, description="cycle", continuous_update=False)
     play = W.Play(value=0, min=0, max=total - 1, interval=700, description="play")
     W.jslink((play, "value"), (cycle, "value"))
-    err, counters, out = error_box(), W.HTML(), W.Output()
+    err, counters, image = error_box(), W.HTML(), W.Image(format="png")
 
     def redraw(_=None) -> None:
         try:
@@ -113,7 +114,7 @@ def systolic_stepper(size: int = 3, m: int = 4, k: int = 3, n: int = 3, seed: in
         show_error(err, None)
         counters.value = " &nbsp;|&nbsp; ".join(
             f"<b>{k}</b>: {v:.0%}" if isinstance(v, float) else f"<b>{k}</b>: {v}" for k, v in info.items())
-        show_figure(out, fig)
+        image.value = figure_png(fig)
 
     def new_flow(_=None) -> None:
         last = systolic.trace(A, B, size=size, dataflow=flow.value).cycles - 1
@@ -124,7 +125,7 @@ def systolic_stepper(size: int = 3, m: int = 4, k: int = 3, n: int = 3, seed: in
     cycle.observe(redraw, names="value")
     flow.observe(new_flow, names="value")
     redraw()
-    return W.VBox([flow, W.HBox([play, cycle]), err, counters, out])
+    return W.VBox([flow, W.HBox([play, cycle]), err, counters, image])
 
 
 def measurement_report(measurement, dtype: str = "fp32") -> str:

@@ -1,0 +1,190 @@
+"""Pipeline schedules without processes: when each stage computes, waits and idles (stdlib + numpy).
+
+A schedule is, for every device, an ordered list of operations ``F(micro_batch, chunk)`` and
+``B(micro_batch, chunk)``. The simulator starts each operation as early as its device is free and its input
+has arrived (the forward of the previous stage, the backward of the next one, plus ``comm_s``). Three schedules:
+
+* ``"gpipe"`` (all-forward-all-backward, AFAB; Huang et al. 2019): every micro-batch forward, then every
+  backward. A stage holds the activations of all ``m`` micro-batches.
+* ``"1f1b"`` (one-forward-one-backward, PipeDream-Flush; Narayanan et al. 2019, 2021): a warm-up of
+  ``p - 1 - stage`` forwards, then alternate. Same bubble, but at most ``p - stage`` micro-batches in flight.
+* ``"interleaved"`` (Narayanan et al. 2021): each device holds ``v`` chunks (virtual stages) of
+  ``layers / (p v)`` layers; needs ``m`` to be a multiple of ``p``.
+
+**Convention.** The *bubble fraction* here is the share of the step a device spends not computing:
+``1 - busy / (p * step)``. With equal stages and free communication it is ``(p - 1) / (m + p - 1)`` for GPipe
+and 1F1B and ``(p - 1) / (v m + p - 1)`` interleaved. Megatron-LM's papers quote the bubble *relative to the
+ideal compute time* instead, ``(p - 1) / m`` (``(p - 1) / (v m)``); :func:`bubble_fraction` gives both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from aihw._validate import require_choice, require_in_range, require_positive
+
+SCHEDULES = ("gpipe", "1f1b", "interleaved")
+CONVENTIONS = ("of_step", "of_ideal")
+
+
+@dataclass(frozen=True)
+class TimelineEvent:
+    """One interval on one device: ``kind`` is forward, backward, send, recv or idle; times in seconds."""
+
+    stage: int  # device (rank) index
+    kind: str
+    micro_batch: int  # -1 when the interval belongs to no micro-batch (idle)
+    start: float
+    end: float
+    chunk: int = 0  # virtual stage on this device (interleaved schedule)
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start
+
+
+def _check_pm(p: int, m: int, v: int = 1) -> None:
+    require_positive("p (pipeline stages)", p, integer=True)
+    require_positive("m (micro-batches)", m, integer=True)
+    require_positive("v (virtual stages per device)", v, integer=True)
+
+
+def bubble_fraction(p: int, m: int, *, v: int = 1, convention: str = "of_step") -> float:
+    """Closed-form bubble for equal stages and free communication.
+
+    ``"of_step"``: idle share of the step, (p-1)/(v m + p - 1); ``"of_ideal"``: bubble time over the ideal
+    compute time, (p-1)/(v m) as in Narayanan et al. 2021.
+    """
+    _check_pm(p, m, v)
+    require_choice("convention", convention, CONVENTIONS)
+    if convention == "of_ideal":
+        return (p - 1) / (v * m)
+    return (p - 1) / (v * m + p - 1)
+
+
+def peak_in_flight(schedule: str, p: int, m: int, stage: int) -> int:
+    """Micro-batches whose activations a stage holds at once: m (GPipe), min(p - stage, m) (1F1B)."""
+    require_choice("schedule", schedule, ("gpipe", "1f1b"))
+    _check_pm(p, m)
+    require_in_range("stage", stage, 0, p - 1)
+    return m if schedule == "gpipe" else min(p - stage, m)
+
+
+def schedule_order(schedule: str, p: int, m: int, stage: int, *, v: int = 1) -> list[tuple[str, int, int]]:
+    """The operations device ``stage`` runs, in order: (``"F"`` or ``"B"``, micro-batch, chunk)."""
+    require_choice("schedule", schedule, SCHEDULES)
+    _check_pm(p, m, v)
+    require_in_range("stage", stage, 0, p - 1)
+    if schedule != "interleaved" and v != 1:
+        raise ValueError(f"v={v} virtual stages need schedule 'interleaved'; {schedule!r} uses v=1")
+    if schedule == "gpipe":
+        return [("F", i, 0) for i in range(m)] + [("B", i, 0) for i in range(m)]
+    if schedule == "1f1b":
+        forwards = [("F", i, 0) for i in range(m)]
+        backwards = [("B", i, 0) for i in range(m)]
+        warmup = min(p - 1 - stage, m)
+    else:
+        if m % p:
+            raise ValueError(f"the interleaved schedule needs m to be a multiple of p; got m={m}, p={p}")
+        # Megatron-LM order: groups of p micro-batches walk through the chunks (backward: chunks reversed).
+        steps = range(m * v)
+        forwards = [("F", k // (p * v) * p + k % p, (k // p) % v) for k in steps]
+        backwards = [("B", k // (p * v) * p + k % p, v - 1 - (k // p) % v) for k in steps]
+        warmup = min((p - 1 - stage) * 2 + (v - 1) * p, m * v)
+    order = forwards[:warmup]
+    for i in range(len(forwards) - warmup):
+        order += [forwards[warmup + i], backwards[i]]
+    return order + backwards[len(forwards) - warmup:]
+
+
+@dataclass(frozen=True)
+class SimulatedRun:
+    """A simulated step: events per device, its length and its bubble (this module's convention)."""
+
+    schedule: str
+    p: int
+    m: int
+    v: int
+    events: tuple[TimelineEvent, ...]
+    step_s: float
+    peak_in_flight: tuple[int, ...]  # per device, in chunk-micro-batches (activation sets) held at once
+
+    @property
+    def busy_s(self) -> np.ndarray:
+        """Seconds each device computes."""
+        busy = np.zeros(self.p)
+        for e in self.events:
+            if e.kind in ("forward", "backward"):
+                busy[e.stage] += e.duration
+        return busy
+
+    @property
+    def bubble(self) -> float:
+        """Idle share of the step, averaged over devices: 1 - busy / (p * step)."""
+        return float(1.0 - self.busy_s.sum() / (self.p * self.step_s))
+
+
+def _per_stage(name: str, value: float | Sequence[float], p: int) -> np.ndarray:
+    arr = np.broadcast_to(np.asarray(value, dtype=float), (p,)).copy()
+    if arr.shape != (p,) or not np.all(np.isfinite(arr)) or np.any(arr < 0):
+        raise ValueError(f"{name} must be one non-negative time or one per stage ({p}), got {value!r}")
+    return arr
+
+
+def simulate(schedule: str, p: int, m: int, *, v: int = 1, forward_s: float | Sequence[float] = 1.0,
+             backward_s: float | Sequence[float] = 2.0, comm_s: float = 0.0) -> SimulatedRun:
+    """Time one step of ``schedule`` on ``p`` devices with ``m`` micro-batches (``v`` chunks per device).
+
+    ``forward_s``/``backward_s``: seconds one micro-batch takes through a whole device (one value or one per
+    device); a chunk takes 1/v of it. ``comm_s``: seconds to move one activation or gradient between devices.
+    """
+    _check_pm(p, m, v)
+    fwd, bwd = _per_stage("forward_s", forward_s, p) / v, _per_stage("backward_s", backward_s, p) / v
+    require_in_range("comm_s", comm_s, 0, float("inf"), high_inclusive=False)
+    queues = [schedule_order(schedule, p, m, s, v=v) for s in range(p)]
+    last = p * v - 1  # last virtual stage; virtual stage of (device s, chunk c) is c * p + s
+    done: dict[tuple[str, int, int], float] = {}
+    free, heads, events = [0.0] * p, [0] * p, []
+    in_flight, peak = [0] * p, [0] * p
+    while any(heads[s] < len(queues[s]) for s in range(p)):
+        progressed = False
+        for s in range(p):
+            while heads[s] < len(queues[s]):
+                kind, mb, chunk = queues[s][heads[s]]
+                vs = chunk * p + s
+                if kind == "F":
+                    dep = ("F", mb, vs - 1) if vs > 0 else None
+                else:
+                    dep = ("B", mb, vs + 1) if vs < last else ("F", mb, vs)
+                if dep is not None and dep not in done:
+                    break
+                ready = 0.0 if dep is None else done[dep] + (comm_s if dep[0] == kind else 0.0)
+                start = max(free[s], ready)
+                end = start + (fwd[s] if kind == "F" else bwd[s])
+                done[(kind, mb, vs)] = free[s] = end
+                events.append(TimelineEvent(s, "forward" if kind == "F" else "backward", mb, start, end, chunk))
+                in_flight[s] += 1 if kind == "F" else -1
+                peak[s] = max(peak[s], in_flight[s])
+                heads[s] += 1
+                progressed = True
+        if not progressed:
+            raise RuntimeError(f"schedule {schedule!r} deadlocks for p={p}, m={m}, v={v}")
+    step = max(free)
+    return SimulatedRun(schedule, p, m, v, tuple(events), step, tuple(peak))
+
+
+def idle_events(events: Sequence[TimelineEvent], p: int, step_s: float) -> list[TimelineEvent]:
+    """The gaps between a device's events within [0, step_s], as ``idle`` events."""
+    gaps = []
+    for s in range(p):
+        t = 0.0
+        for e in sorted((e for e in events if e.stage == s), key=lambda e: e.start):
+            if e.start > t:
+                gaps.append(TimelineEvent(s, "idle", -1, t, e.start))
+            t = max(t, e.end)
+        if step_s > t:
+            gaps.append(TimelineEvent(s, "idle", -1, t, step_s))
+    return gaps

@@ -1,0 +1,160 @@
+"""Open every page of the built book (``_build/html``) in headless Chromium and check what a reader sees.
+
+The book is served from a local HTTP server on a free port; every request that would leave the machine is
+aborted (the book must work offline), so a page that depends on a CDN shows up here.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from browser_support import block_external, book_dir, chromium_browser, is_local
+
+pytestmark = pytest.mark.browser
+
+NOT_PAGES = {"genindex.html", "search.html"}
+NOT_PAGE_DIRS = {"_static", "_sources", "_images"}
+MIN_FIGURES = {"chapters/gpus_vs_tpus.html": 4, "labs/roofline_systolic.html": 3}
+
+# Runs in the page once it has loaded: make lazy images load, wait for them and for MathJax, then report.
+INSPECT_JS = """async () => {
+  const imgs = [...document.images];
+  imgs.forEach(i => { i.loading = "eager"; });
+  const settle = i => i.complete ? null : new Promise(r => { i.addEventListener("load", r);
+                                                           i.addEventListener("error", r); });
+  await Promise.race([Promise.all(imgs.map(settle)), new Promise(r => setTimeout(r, 5000))]);
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }
+  const article = document.querySelector("article.bd-article") || document.body;
+  return {
+    broken: imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.getAttribute("src")),
+    figures: article.querySelectorAll("img").length,
+    math: article.querySelectorAll(".math").length,
+    mathjax: document.querySelectorAll("mjx-container").length,
+    traceback_text: document.body.innerText.includes("Traceback"),
+    traceback_nodes: document.querySelectorAll(".output_traceback, .traceback").length,
+  };
+}"""
+
+
+@dataclass
+class PageReport:
+    errors: list[str] = field(default_factory=list)
+    blocked: list[str] = field(default_factory=list)
+    info: dict = field(default_factory=dict)
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:  # keep pytest output clean
+        pass
+
+
+def book_pages(root: Path) -> list[str]:
+    """Every built HTML page of the book, as paths relative to ``root``."""
+    pages = []
+    for path in root.rglob("*.html"):
+        rel = path.relative_to(root)
+        if rel.name in NOT_PAGES or NOT_PAGE_DIRS & set(rel.parts) or any(p.startswith(".") for p in rel.parts):
+            continue
+        pages.append(rel.as_posix())
+    return sorted(pages)
+
+
+def _visit(context, url: str) -> PageReport:
+    report = PageReport()
+    page = context.new_page()
+
+    def on_console(msg) -> None:
+        if msg.type == "error" and is_local(msg.location.get("url", "") or url):
+            report.errors.append(f"console: {msg.text}")
+
+    page.on("console", on_console)
+    page.on("pageerror", lambda exc: report.errors.append(f"page error: {exc}"))
+    page.on("response", lambda r: r.status >= 400 and report.errors.append(f"HTTP {r.status}: {r.url}"))
+    try:
+        page.goto(url, wait_until="load")
+        report.info = page.evaluate(INSPECT_JS)
+    finally:
+        page.close()
+    return report
+
+
+@pytest.fixture(scope="module")
+def book() -> dict[str, PageReport]:
+    """Visit every page once; the tests below assert on the reports."""
+    root = book_dir()
+    handler = functools.partial(_QuietHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{server.server_address[1]}/"
+    try:
+        with chromium_browser() as browser:
+            context = browser.new_context()
+            reports = {}
+            for rel in book_pages(root):
+                blocked: list[str] = []
+                block_external(context, blocked)
+                reports[rel] = _visit(context, base + rel)
+                reports[rel].blocked = blocked
+                context.unroute("**/*")
+            context.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+    return reports
+
+
+def _problems(book: dict[str, PageReport], check) -> str:
+    lines = [f"{rel}: {p}" for rel, rep in book.items() for p in check(rep)]
+    return "\n".join(lines)
+
+
+def test_every_page_is_visited(book):
+    assert set(MIN_FIGURES) <= set(book), sorted(book)
+    assert all(rep.info for rep in book.values())
+
+
+def test_no_console_errors(book):
+    problems = _problems(book, lambda rep: rep.errors)
+    assert not problems, "console errors, page errors or failed local requests:\n" + problems
+
+
+def test_every_image_loads(book):
+    problems = _problems(book, lambda rep: [f"broken image {src}" for src in rep.info["broken"]])
+    assert not problems, problems
+
+
+def test_no_tracebacks(book):
+    def check(rep):
+        found = []
+        if rep.info["traceback_text"]:
+            found.append('the text "Traceback"')
+        if rep.info["traceback_nodes"]:
+            found.append(f"{rep.info['traceback_nodes']} traceback output(s)")
+        return found
+
+    problems = _problems(book, check)
+    assert not problems, "executed cells failed:\n" + problems
+
+
+def test_math_is_rendered(book):
+    def check(rep):
+        if rep.info["math"] and not rep.info["mathjax"]:
+            cdn = [u for u in rep.blocked if "mathjax" in u.lower()]
+            why = f" (MathJax is loaded from {cdn[0]}, unreachable offline)" if cdn else ""
+            return [f"{rep.info['math']} math element(s) but no rendered <mjx-container>{why}"]
+        return []
+
+    problems = _problems(book, check)
+    assert not problems, "math is not rendered:\n" + problems
+
+
+@pytest.mark.parametrize(("rel", "least"), sorted(MIN_FIGURES.items()))
+def test_pages_show_their_figures(book, rel, least):
+    assert book[rel].info["figures"] >= least, f"{rel}: {book[rel].info['figures']} figure image(s) in the text"

@@ -1,0 +1,202 @@
+"""The analytic memory estimator: parameter counts, per-component bytes, sharding, fit, CLI and bad input."""
+
+import dataclasses
+import json
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aihw.memory import (
+    COMPONENTS,
+    MemoryConfig,
+    activation_bytes_per_layer,
+    estimate,
+    estimate_memory,
+    korthikanti_per_layer,
+)
+from aihw.memory_fit import devices_needed
+from aihw.model_presets import PRESETS, ModelShape, get_preset
+
+# Published counts are rounded (GPT-2 XL is published as "1.5B" for 1.558B), so compare within 1%, XL 4%.
+TOLERANCE = {"gpt2-xl": 0.04}
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_preset_parameter_counts_match_published(name):
+    m = PRESETS[name]
+    assert m.param_count() == pytest.approx(m.published_params, rel=TOLERANCE.get(name, 0.01))
+    assert m.source.startswith("https://huggingface.co/")
+
+
+def test_exact_parameter_counts():
+    # Exact values as printed by summing tensor sizes of the Hugging Face checkpoints.
+    assert get_preset("gpt2-small").param_count() == 124_439_808
+    assert get_preset("llama-2-7b").param_count() == 6_738_415_616
+    assert get_preset("llama-3-8b").param_count() == 8_030_261_248
+    assert get_preset("mistral-7b").param_count() == 7_241_732_096
+    assert get_preset("llama-2-70b").attention_kind == "GQA"
+
+
+def test_seed_table_cells():
+    # 7B fp16: weights + fp16 gradients, plain SGD, no master copy, no activations -> 28 GB / 14 GB.
+    train = estimate_memory(params=7e9, precision="fp16", optimizer="sgd", master_weights=False)
+    serve = estimate_memory(params=7e9, precision="fp16", mode="infer")
+    assert train.total_bytes == pytest.approx(28e9) and serve.total_bytes == pytest.approx(14e9)
+    # 13B int8: int8 weights + 16-bit gradients -> 39 GB (the source rounds to 40); serving 13 GB of weights.
+    assert estimate_memory(params=13e9, precision="int8", optimizer="sgd",
+                           master_weights=False).total_bytes == pytest.approx(39e9)
+    assert estimate_memory(params=13e9, precision="int8", mode="infer").total_bytes == pytest.approx(13e9)
+    # 70B fp16 -> 280 GB / 140 GB.
+    assert estimate_memory(params=70e9, precision="fp16", optimizer="sgd",
+                           master_weights=False).total_bytes == pytest.approx(280e9)
+
+
+def test_mixed_precision_adamw_is_16_bytes_per_param():
+    e = estimate_memory(params=1e9, precision="bf16", optimizer="adamw")
+    assert e.total["weights"] == 2e9 and e.total["gradients"] == 2e9
+    assert e.total["optimizer"] == 8e9 and e.total["master_weights"] == 4e9 and e.total_bytes == 16e9
+    fp32 = estimate_memory(params=1e9, precision="fp32", optimizer="adam")
+    assert fp32.total["master_weights"] == 0 and fp32.total_bytes == 16e9
+    assert estimate_memory(params=1e9, precision="bf16", optimizer="sgd_momentum").total["optimizer"] == 4e9
+    assert 2e9 < estimate_memory(params=1e9, optimizer="adam8bit").total["optimizer"] < 2.01e9
+    assert estimate_memory(params=1e9, precision="int4", mode="infer").total_bytes == 0.5e9
+
+
+def test_korthikanti_formula_reproduced():
+    kw = dict(seq=2048, batch=4, hidden=4096, heads=32)
+    for rc in ("none", "selective", "full"):
+        assert activation_bytes_per_layer(**kw, recompute=rc) == pytest.approx(korthikanti_per_layer(**kw, recompute=rc))
+    s, b, h, a, t = 2048, 4, 4096, 32, 8
+    no_sp = activation_bytes_per_layer(**kw, tp=t, sequence_parallel=False)
+    assert no_sp == pytest.approx(s * b * h * (10 + 24 / t + 5 * a * s / (h * t)))
+    assert activation_bytes_per_layer(**kw, tp=t) == pytest.approx(s * b * h * (34 + 5 * a * s / h) / t)
+
+
+def test_kv_cache_mha_gqa_mqa():
+    base = dict(hidden=4096, layers=32, heads=32, vocab=32000, max_seq=4096)
+    sizes = {}
+    for kv in (32, 8, 1):
+        m = ModelShape(f"m{kv}", **base, kv_heads=kv, gated_mlp=True, ffn=11008)
+        sizes[kv] = estimate_memory(m, mode="infer", batch=2, seq=4096).total["kv_cache"]
+    assert sizes[32] == 2 * 32 * 32 * 128 * 4096 * 2 * 2  # K and V, layers, heads, head_dim, tokens, batch, bytes
+    assert sizes[8] == sizes[32] / 4 and sizes[1] == sizes[32] / 32
+    assert estimate_memory("llama-2-7b", mode="infer", kv_precision="fp8_e4m3").total["kv_cache"] > 0
+
+
+def test_zero_stages_shard_what_the_paper_says():
+    cfg = MemoryConfig(params=1e9, precision="bf16", dp=4)
+    per = {z: estimate(dataclasses.replace(cfg, zero=z)).per_device for z in range(4)}
+    assert per[0]["optimizer"] == 8e9 and per[1]["optimizer"] == 2e9 and per[1]["master_weights"] == 1e9
+    assert per[1]["gradients"] == 2e9 and per[2]["gradients"] == 0.5e9
+    assert per[2]["weights"] == 2e9 and per[3]["weights"] == 0.5e9
+
+
+def test_tensor_and_pipeline_split():
+    one = estimate_memory("llama-2-7b", seq=1024)
+    split = estimate_memory("llama-2-7b", seq=1024, tp=4, pp=2)
+    assert split.per_device["weights"] < one.total["weights"] / 7
+    assert split.per_device["activations"] == pytest.approx(one.total["activations"] / 4, rel=1e-9)
+    assert split.devices == 8 and one.total == split.total
+
+
+def test_devices_needed_and_h100():
+    cfg = MemoryConfig(model="llama-2-70b", seq=4096, recompute="full")
+    assert devices_needed(cfg, 80e9, zero=0) is None  # plain data parallelism never shards model state
+    n3 = devices_needed(cfg, 80e9, zero=3)
+    assert n3 is not None and estimate(dataclasses.replace(cfg, dp=n3, zero=3)).per_device_bytes <= 80e9
+    assert estimate(dataclasses.replace(cfg, dp=n3 - 1, zero=3)).per_device_bytes > 80e9
+    assert devices_needed(MemoryConfig(model="llama-2-7b", mode="infer", seq=4096), 80e9) == 1
+    assert devices_needed(MemoryConfig(model="llama-2-70b", mode="infer", seq=4096), 80e9) == 2
+
+
+def test_fit_table_uses_catalogue():
+    from aihw.memory_fit import fit_table
+
+    rows = fit_table(MemoryConfig(model="llama-2-7b", mode="infer", batch=4), ["h100-sxm", "t4"])
+    assert rows[0]["fits_one"] and not rows[1]["fits_one"] and rows[1]["devices"]["tp/pp"] >= 2
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(params=0), "params"), (dict(params=-5), "params"), (dict(model="llama2-7b"), "llama-2-7b"),
+    (dict(model="gpt2-small", tp=5), "tp=5"), (dict(model="gpt2-small", pp=5), "pp=5"),
+    (dict(params=1e9, zero=4), "zero"), (dict(params=1e9, batch=0), "batch"), (dict(params=1e9, precision="fp12"),
+                                                                                "precision"),
+    (dict(), "exactly one"), (dict(model=ModelShape("g", 768, 2, 12, vocab=9, max_seq=8, kv_heads=4), tp=6), "kv_heads=4"),
+])
+def test_bad_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        MemoryConfig(**kwargs)
+
+
+def test_bad_shape():
+    with pytest.raises(ValueError, match="heads=5 must divide hidden=64"):
+        ModelShape("x", 64, 2, 5, vocab=10, max_seq=8)
+
+
+@settings(max_examples=60, deadline=None)
+@given(p=st.floats(1e6, 1e12), more=st.floats(1.0, 10.0), zero=st.integers(0, 3), dp=st.integers(1, 512),
+       precision=st.sampled_from(["fp32", "bf16", "int8", "int4"]), mode=st.sampled_from(["train", "infer"]))
+def test_properties_params_only(p, more, zero, dp, precision, mode):
+    cfg = MemoryConfig(params=p, precision=precision, mode=mode, zero=zero, dp=dp)
+    e = estimate(cfg)
+    assert estimate(dataclasses.replace(cfg, params=p * more)).per_device_bytes >= e.per_device_bytes
+    assert e.per_device_bytes <= e.total_bytes * (1 + 1e-12)
+    if zero < 3:
+        assert estimate(dataclasses.replace(cfg, zero=zero + 1)).per_device_bytes <= e.per_device_bytes * (1 + 1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=st.sampled_from(list(PRESETS)), zero=st.integers(0, 3), dp=st.integers(1, 64),
+       tp=st.sampled_from([1, 2, 4, 8]), pp=st.sampled_from([1, 2, 4]), batch=st.integers(1, 8),
+       seq=st.integers(1, 4096), recompute=st.sampled_from(["none", "selective", "full"]),
+       mode=st.sampled_from(["train", "infer"]))
+def test_properties_presets(name, zero, dp, tp, pp, batch, seq, recompute, mode):
+    m = PRESETS[name]
+    if m.heads % tp or m.layers % pp or (m.n_kv_heads % tp and tp % m.n_kv_heads):
+        return
+    cfg = MemoryConfig(model=m, zero=zero, dp=dp, tp=tp, pp=pp, batch=batch, seq=seq, recompute=recompute,
+                       mode=mode)
+    e = estimate(cfg)
+    assert e.per_device_bytes <= e.total_bytes * (1 + 1e-12)
+    deeper = dataclasses.replace(m, layers=m.layers * 2)  # more parameters (and layers) never need less
+    assert estimate(dataclasses.replace(cfg, model=deeper)).per_device_bytes >= e.per_device_bytes
+    if zero < 3:
+        assert estimate(dataclasses.replace(cfg, zero=zero + 1)).per_device_bytes <= e.per_device_bytes * (1 + 1e-12)
+
+
+def test_estimate_is_fast():
+    start = time.perf_counter()
+    for _ in range(200):
+        estimate_memory("llama-3-70b", zero=3, dp=8, tp=8, pp=4, seq=8192, recompute="selective")
+    assert (time.perf_counter() - start) / 200 < 1e-3
+
+
+def _cli(argv, capsys):
+    try:
+        from aihw.cli import main
+    except ImportError:  # pragma: no cover - before the CLI exists
+        pytest.skip("aihw.cli not available")
+    code = main(argv)
+    return code, capsys.readouterr()
+
+
+def test_cli_json(capsys):
+    code, out = _cli(["memory", "--model", "llama-2-7b", "--mode", "infer", "--batch", "8", "--seq", "4096",
+                      "--chip", "h100-sxm", "--json"], capsys)
+    data = json.loads(out.out)
+    assert code == 0 and set(COMPONENTS[:6]) <= set(data["breakdown"])
+    assert data["total_bytes"] == pytest.approx(sum(data["breakdown"].values()))
+    assert data["per_device_bytes"] > 0 and data["assumptions"] and data["fit"]["fits"]
+
+
+def test_cli_table_and_errors(capsys):
+    code, out = _cli(["memory", "--params", "7e9", "--precision", "fp16", "--optimizer", "sgd", "--no-master"],
+                     capsys)
+    assert code == 0 and "GiB" in out.out and "28.00" in out.out
+    for argv, word in ((["--model", "gpt3"], "gpt2"), (["--params", "1e9", "--zero", "5"], "zero"),
+                       (["--model", "llama-2-7b", "--tp", "3"], "tp=3"), (["--params", "0"], "params"),
+                       (["--params", "1e9", "--mode", "serve"], "mode")):
+        code, out = _cli(["memory", *argv], capsys)
+        assert code == 2 and word in out.err and len(out.err.strip().splitlines()) == 1
