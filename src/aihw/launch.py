@@ -39,6 +39,9 @@ HOST = "127.0.0.1"  # every rank runs on this machine
 DEFAULT_MAX_WORLD_SIZE = 16  # each rank is a whole Python process with torch loaded
 STOP_GRACE_S = 3.0  # seconds between SIGTERM and SIGKILL when stopping ranks
 EXIT_PATIENCE_S = 5.0  # seconds finished ranks get to tear down their process group before being stopped
+# Ranks' own rendezvous/collective timeouts are timeout_s + this, so the parent's deadline always fires first
+# and the reader sees one WorkerTimeout naming the stuck ranks rather than a gloo timeout from some rank.
+CHILD_TIMEOUT_MARGIN_S = 30.0
 SILENT_DEATH_GRACE_S = 1.0  # a rank that exited is declared failed if no report arrives within this
 _NOTEBOOK_HINT = "define the worker in a module (spawn cannot pickle functions defined in a notebook)"
 
@@ -178,7 +181,7 @@ def _child_main(fn_ref: tuple[str, str], args_blob: bytes, rank: int, world_size
         fn = _resolve(fn_ref)
         args = pickle.loads(args_blob)
         device = _rank_device(device_type, rank)
-        timeout = timedelta(seconds=timeout_s)
+        timeout = timedelta(seconds=timeout_s + CHILD_TIMEOUT_MARGIN_S)
         store = dist.TCPStore(HOST, store_port, is_master=False, timeout=timeout)
         dist.init_process_group(backend, store=store, rank=rank, world_size=world_size, timeout=timeout)
         result = fn(RankContext(rank, world_size, rank, backend, device), *args)
@@ -216,7 +219,7 @@ def launch(fn: Callable, *args: Any, config: LaunchConfig = LaunchConfig()) -> l
     results = context.Queue()
     # Port 0: the OS picks a free port, so concurrent runs never collide. The store lives in this process.
     store = dist.TCPStore(HOST, 0, None, is_master=True, wait_for_workers=False,
-                          timeout=timedelta(seconds=config.timeout_s))
+                          timeout=timedelta(seconds=config.timeout_s + CHILD_TIMEOUT_MARGIN_S))
     processes: list = []
     finished = False
     try:

@@ -1,0 +1,200 @@
+"""All-reduce from first principles: four algorithms written with point-to-point send/recv only.
+
+Each function sums ``tensor`` over all ranks of the default process group, in place, and returns it, like
+``dist.all_reduce(tensor)``. They are here to learn from (and to measure): the built-in ``dist.all_reduce``
+is what real code calls. Every rank ends with bit-identical values: each element is summed along one
+path and then copied, or (recursive doubling) summed as ``a + b`` and ``b + a``, which IEEE addition makes equal.
+
+* :func:`naive_all_reduce`: every rank sends its buffer to rank 0, which sums and sends the result back.
+* :func:`ring_all_reduce`: reduce-scatter then all-gather around a ring, the buffer cut into p chunks
+  (uneven sizes allowed); bandwidth-optimal (Patarasuk and Yuan 2009).
+* :func:`tree_all_reduce`: binomial-tree reduce to rank 0, then binomial-tree broadcast.
+* :func:`recursive_doubling_all_reduce`: pairwise exchange with partners 1, 2, 4, ... apart; for p not a
+  power of two the extra ranks fold their data in first (Thakur, Rabenseifner and Gropp 2005).
+
+:func:`ring_reduce_scatter` and :func:`ring_all_gather` are the two halves of the ring, also used by ZeRO.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+import torch.distributed as dist
+
+from aihw._validate import require_choice
+
+
+def _exchange(send: torch.Tensor, dst: int, recv: torch.Tensor, src: int) -> None:
+    """Send ``send`` to ``dst`` while receiving ``recv`` from ``src`` (both non-blocking, then wait).
+
+    An empty tensor is neither sent nor received: the peer knows the size too and skips it as well.
+    """
+    requests = []
+    if send.numel():
+        requests.append(dist.isend(send, dst))
+    if recv.numel():
+        requests.append(dist.irecv(recv, src))
+    for request in requests:
+        request.wait()
+
+
+def _flat_view(tensor: torch.Tensor) -> torch.Tensor:
+    if not tensor.is_contiguous():
+        raise ValueError("the teaching all-reduce needs a contiguous tensor; call .contiguous() first")
+    return tensor.view(-1)
+
+
+def chunk_bounds(numel: int, world_size: int) -> list[tuple[int, int]]:
+    """(start, end) of each of ``world_size`` chunks of ``numel`` elements; sizes differ by at most one."""
+    base, extra = divmod(numel, world_size)
+    bounds, start = [], 0
+    for i in range(world_size):
+        end = start + base + (1 if i < extra else 0)
+        bounds.append((start, end))
+        start = end
+    return bounds
+
+
+def naive_all_reduce(tensor: torch.Tensor) -> torch.Tensor:
+    """Gather every buffer on rank 0, sum there, send the sum back to each rank: 2(p-1) full messages."""
+    rank, p = dist.get_rank(), dist.get_world_size()
+    flat = _flat_view(tensor)
+    if p == 1 or flat.numel() == 0:
+        return tensor
+    if rank == 0:
+        incoming = torch.empty_like(flat)
+        for src in range(1, p):
+            dist.recv(incoming, src)
+            flat.add_(incoming)
+        for dst in range(1, p):
+            dist.send(flat, dst)
+    else:
+        dist.send(flat, 0)
+        dist.recv(flat, 0)
+    return tensor
+
+
+def ring_reduce_scatter(flat: torch.Tensor) -> tuple[int, int]:
+    """Ring reduce-scatter of a 1-D tensor in place; returns (start, end) of the chunk this rank now owns
+    fully summed (chunk ``(rank + 1) % p``). Other chunks hold partial sums afterwards."""
+    rank, p = dist.get_rank(), dist.get_world_size()
+    bounds = chunk_bounds(flat.numel(), p)
+    right, left = (rank + 1) % p, (rank - 1) % p
+    largest = max(end - start for start, end in bounds)
+    incoming = torch.empty(largest, dtype=flat.dtype, device=flat.device)
+    for step in range(p - 1):
+        s0, s1 = bounds[(rank - step) % p]
+        r0, r1 = bounds[(rank - step - 1) % p]
+        buf = incoming[: r1 - r0]
+        _exchange(flat[s0:s1], right, buf, left)  # chunk sizes are known to all ranks: empty ones are skipped
+        flat[r0:r1].add_(buf)
+    return bounds[(rank + 1) % p]
+
+
+def ring_all_gather(flat: torch.Tensor, *, owned_offset: int = 1) -> torch.Tensor:
+    """Ring all-gather in place: rank r starts owning chunk ``(r + owned_offset) % p``; every rank ends with all.
+
+    ``owned_offset=1`` continues a :func:`ring_reduce_scatter`; ``owned_offset=0`` gathers chunk r from rank r.
+    """
+    rank, p = dist.get_rank(), dist.get_world_size()
+    bounds = chunk_bounds(flat.numel(), p)
+    right, left = (rank + 1) % p, (rank - 1) % p
+    for step in range(p - 1):
+        s0, s1 = bounds[(rank + owned_offset - step) % p]
+        r0, r1 = bounds[(rank + owned_offset - step - 1) % p]
+        _exchange(flat[s0:s1], right, flat[r0:r1], left)
+    return flat
+
+
+def ring_all_reduce(tensor: torch.Tensor) -> torch.Tensor:
+    """Reduce-scatter then all-gather around the ring 0 -> 1 -> ... -> p-1 -> 0: 2(p-1) steps of n/p bytes."""
+    flat = _flat_view(tensor)
+    if dist.get_world_size() == 1 or flat.numel() == 0:
+        return tensor
+    ring_reduce_scatter(flat)
+    ring_all_gather(flat, owned_offset=1)
+    return tensor
+
+
+def tree_all_reduce(tensor: torch.Tensor) -> torch.Tensor:
+    """Binomial-tree reduce to rank 0 (rank r receives from r + 1, r + 2, r + 4, ... while those bits are 0),
+    then the same tree in reverse to broadcast: 2 ceil(log2 p) steps of the whole buffer."""
+    rank, p = dist.get_rank(), dist.get_world_size()
+    flat = _flat_view(tensor)
+    if p == 1 or flat.numel() == 0:
+        return tensor
+    incoming = torch.empty_like(flat)
+    mask = 1
+    while mask < p:  # reduce: children send up, parents add
+        if rank & mask:
+            dist.send(flat, rank - mask)
+            break
+        if rank + mask < p:
+            dist.recv(incoming, rank + mask)
+            flat.add_(incoming)
+        mask <<= 1
+    lowbit = rank & -rank if rank else 1 << p.bit_length()
+    if rank:
+        dist.recv(flat, rank - lowbit)
+    mask = lowbit >> 1
+    while mask:  # broadcast: the same edges, top down
+        if rank + mask < p:
+            dist.send(flat, rank + mask)
+        mask >>= 1
+    return tensor
+
+
+def recursive_doubling_all_reduce(tensor: torch.Tensor) -> torch.Tensor:
+    """Exchange whole buffers with partner rank XOR 1, 2, 4, ... and add: log2 p steps when p is a power of two.
+
+    Otherwise, with 2^k < p, the first 2(p - 2^k) ranks pair up: each even one hands its data to its odd
+    neighbour, sits out the doubling, and receives the result at the end (MPICH's scheme).
+    """
+    rank, p = dist.get_rank(), dist.get_world_size()
+    flat = _flat_view(tensor)
+    if p == 1 or flat.numel() == 0:
+        return tensor
+    power = 1 << (p.bit_length() - 1)
+    extra = p - power
+    incoming = torch.empty_like(flat)
+    if rank < 2 * extra and rank % 2 == 0:  # fold in, wait for the answer
+        dist.send(flat, rank + 1)
+        dist.recv(flat, rank + 1)
+        return tensor
+    if rank < 2 * extra:
+        dist.recv(incoming, rank - 1)
+        flat.add_(incoming)
+    new_rank = rank // 2 if rank < 2 * extra else rank - extra
+    mask = 1
+    while mask < power:
+        partner_new = new_rank ^ mask
+        partner = partner_new * 2 + 1 if partner_new < extra else partner_new + extra
+        _exchange(flat, partner, incoming, partner)
+        flat.add_(incoming)
+        mask <<= 1
+    if rank < 2 * extra:
+        dist.send(flat, rank - 1)
+    return tensor
+
+
+def builtin_all_reduce(tensor: torch.Tensor) -> torch.Tensor:
+    """``dist.all_reduce`` (SUM) of the backend (gloo: its own ring/bcube code; NCCL: ring or tree)."""
+    dist.all_reduce(tensor)
+    return tensor
+
+
+IMPLEMENTATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "naive": naive_all_reduce,
+    "ring": ring_all_reduce,
+    "tree": tree_all_reduce,
+    "recursive-doubling": recursive_doubling_all_reduce,
+    "builtin": builtin_all_reduce,
+}
+ALGORITHM_NAMES = tuple(IMPLEMENTATIONS)
+
+
+def all_reduce(tensor: torch.Tensor, algorithm: str = "ring") -> torch.Tensor:
+    """Sum ``tensor`` over all ranks in place with ``algorithm`` (one of :data:`ALGORITHM_NAMES`)."""
+    require_choice("algorithm", algorithm, ALGORITHM_NAMES)
+    return IMPLEMENTATIONS[algorithm](tensor)

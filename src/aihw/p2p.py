@@ -1,0 +1,94 @@
+"""Point-to-point helpers: move activations forward and gradients backward between pipeline stages.
+
+Kept apart from any schedule (as in picotron): a schedule only says *when* to call these. Every call returns
+a :class:`Transfer` record (peer, bytes, start and end time from ``time.perf_counter``, which on Linux is one
+monotonic clock shared by all processes of the machine), so a schedule can draw its timeline.
+
+Sends are asynchronous (``isend``): a stage never blocks on its own send, so no schedule can deadlock on two
+stages sending to each other at once; the caller keeps the returned handle and waits for it before the step
+ends (:func:`wait_all`). Receives block, and the time they block includes waiting for the peer to send.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """One send or receive seen from this rank. Times in seconds (perf_counter), size in bytes."""
+
+    kind: str  # "send" or "recv"
+    peer: int  # the other rank
+    tag: str  # "activation" or "gradient"
+    micro_batch: int
+    nbytes: int
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
+class PendingSend:
+    """A posted send: its handle and the buffer, which must stay alive until ``work.wait()`` returns."""
+
+    work: dist.Work
+    payload: torch.Tensor
+
+
+def tensor_bytes(tensor: torch.Tensor) -> int:
+    """Bytes of a tensor's elements (numel x element size)."""
+    return tensor.numel() * tensor.element_size()
+
+
+def send(tensor: torch.Tensor, *, dst: int, tag: str, micro_batch: int) -> tuple[PendingSend, Transfer]:
+    """Post an asynchronous send of ``tensor`` to rank ``dst``; keep the handle (and the tensor) alive."""
+    payload = tensor.detach().contiguous()
+    start = time.perf_counter()
+    work = dist.isend(payload, dst)
+    end = time.perf_counter()
+    return PendingSend(work, payload), Transfer("send", dst, tag, micro_batch, tensor_bytes(payload), start, end)
+
+
+def recv(shape: Sequence[int], *, src: int, tag: str, micro_batch: int, dtype: torch.dtype = torch.float32,
+         device: torch.device | str = "cpu") -> tuple[torch.Tensor, Transfer]:
+    """Block until a tensor of ``shape`` arrives from rank ``src``; return it and the record."""
+    buffer = torch.empty(tuple(shape), dtype=dtype, device=device)
+    start = time.perf_counter()
+    dist.recv(buffer, src)
+    end = time.perf_counter()
+    return buffer, Transfer("recv", src, tag, micro_batch, tensor_bytes(buffer), start, end)
+
+
+def send_forward(activation: torch.Tensor, *, rank: int, micro_batch: int) -> tuple[PendingSend, Transfer]:
+    """Send a stage's output activation to the next stage (rank + 1)."""
+    return send(activation, dst=rank + 1, tag="activation", micro_batch=micro_batch)
+
+
+def recv_forward(shape: Sequence[int], *, rank: int, micro_batch: int, dtype: torch.dtype = torch.float32,
+                 device: torch.device | str = "cpu") -> tuple[torch.Tensor, Transfer]:
+    """Receive the input activation from the previous stage (rank - 1), ready to take a gradient."""
+    x, record = recv(shape, src=rank - 1, tag="activation", micro_batch=micro_batch, dtype=dtype, device=device)
+    return x.requires_grad_(), record
+
+
+def send_backward(grad: torch.Tensor, *, rank: int, micro_batch: int) -> tuple[PendingSend, Transfer]:
+    """Send the gradient of a stage's input back to the previous stage (rank - 1)."""
+    return send(grad, dst=rank - 1, tag="gradient", micro_batch=micro_batch)
+
+
+def recv_backward(shape: Sequence[int], *, rank: int, micro_batch: int, dtype: torch.dtype = torch.float32,
+                  device: torch.device | str = "cpu") -> tuple[torch.Tensor, Transfer]:
+    """Receive the gradient of this stage's output from the next stage (rank + 1)."""
+    return recv(shape, src=rank + 1, tag="gradient", micro_batch=micro_batch, dtype=dtype, device=device)
+
+
+def wait_all(handles: list[PendingSend]) -> None:
+    """Wait for every pending send, then forget them."""
+    for pending in handles:
+        pending.work.wait()
+    handles.clear()
