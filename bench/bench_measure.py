@@ -23,12 +23,15 @@ def main() -> None:
         print(f"GPU {info['cuda_device_name']}, {info['cuda_memory_bytes'] / 2**30:.1f} GiB")
     print(f"\n{'dtype':>6} {'n':>6} {'ms':>10} {'GFLOP/s':>10} {'FLOP/byte':>10}")
     for p in result.matmul:
-        print(f"{p.dtype:>6} {p.n:>6} {p.seconds * 1e3:>10.3f} {p.flops_per_s / 1e9:>10.1f} {p.intensity:>10.1f}")
+        print(f"{p.dtype:>6} {p.n:>6} {p.seconds * 1e3:>10.3f} {p.flops_per_s / 1e9:>10.1f} "
+              f"{p.intensity:>10.1f}")
     print(f"\n{'copy MiB':>8} {'ms':>10} {'GB/s':>10}")
     for c in result.copy:
         print(f"{c.mib:>8g} {c.seconds * 1e3:>10.3f} {c.bytes_per_s / 1e9:>10.1f}")
     for reason in result.skipped:
         print(f"skipped {reason}")
+    for note in result.notes:
+        print(f"note: {note}")
     print(f"\ntotal {total:.2f} s (budget max_seconds={config.max_seconds:g})")
 
 

@@ -86,7 +86,7 @@ pressing anything."""),
 from aihw.measure import MeasureConfig, measure_device
 mine = measure_device(MeasureConfig(dtypes=("fp32",), matmul_sizes=(64, 128, 256, 512), copy_mib=(16,),
                                     repeats=3, max_seconds=10))
-print(mine.description.get("name", mine.device))
+print(mine.label)
 plot_roofline(["H100 SXM", "TPU v5e"], "fp32", measured=mine)
 plt.show()
 for p in mine.matmul:

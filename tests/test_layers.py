@@ -1,5 +1,6 @@
 """The package's layering: `import aihw` and the analytic modules load neither torch, matplotlib nor ipywidgets."""
 
+import importlib.util
 import pkgutil
 import subprocess
 import sys
@@ -8,10 +9,12 @@ import pytest
 
 import aihw
 
+# The analytic layer: standard library + numpy only (the CLI sits on it and must start fast).
 ANALYTIC = ["aihw", "aihw.hardware", "aihw.precision", "aihw.roofline", "aihw.systolic", "aihw.simt",
-            "aihw.exercises", "aihw.compare", "aihw.report", "aihw._validate", "aihw.cli"]
-ANALYTIC += [m for m in ("aihw.memory", "aihw.model_presets", "aihw.memory_fit")
-             if pkgutil.find_loader(m) is not None]
+            "aihw.exercises", "aihw.compare", "aihw.report", "aihw._validate", "aihw.scaling", "aihw.memory",
+            "aihw.model_presets", "aihw.memory_fit", "aihw.collective_cost", "aihw.pipeline_sim", "aihw.planner",
+            "aihw.cli"]
+ANALYTIC = [m for m in ANALYTIC if importlib.util.find_spec(m) is not None]
 HEAVY = ("torch", "matplotlib", "ipywidgets")
 
 

@@ -43,6 +43,7 @@ def test_best_values_and_dict(tiny):
         tiny.best_flops("bf16")
     data = json.loads(json.dumps(tiny.to_dict()))
     assert data["matmul"][0]["n"] == 32 and data["description"]["device"] == "cpu"
+    assert isinstance(data["notes"], list)
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only skip reasons")

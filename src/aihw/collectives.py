@@ -198,3 +198,35 @@ def all_reduce(tensor: torch.Tensor, algorithm: str = "ring") -> torch.Tensor:
     """Sum ``tensor`` over all ranks in place with ``algorithm`` (one of :data:`ALGORITHM_NAMES`)."""
     require_choice("algorithm", algorithm, ALGORITHM_NAMES)
     return IMPLEMENTATIONS[algorithm](tensor)
+
+
+def compare_with_builtin(ctx, numels: tuple[int, ...] = (1, 2, 3, 7, 64, 1001), *,
+                         algorithms: tuple[str, ...] = ("naive", "ring", "tree", "recursive-doubling"),
+                         seed: int = 0) -> list[dict]:
+    """Worker: run each algorithm on random tensors of each size (int64 and float32) next to ``dist.all_reduce``.
+
+    Returns one row per (algorithm, numel, dtype) with ``exact`` (int64 sums must match bit for bit),
+    ``max_abs_diff`` against the built-in result and ``same_on_all_ranks`` (a digest all-gathered).
+    """
+    for name in algorithms:
+        require_choice("algorithm", name, ALGORITHM_NAMES)
+    rows = []
+    for numel in numels:
+        for dtype in (torch.int64, torch.float32):
+            gen = torch.Generator().manual_seed(seed * 7919 + numel * 31 + ctx.rank)
+            data = torch.randn(numel, generator=gen) * 100
+            data = data.round().to(dtype) if dtype == torch.int64 else data
+            expected = data.clone()
+            dist.all_reduce(expected)
+            for name in algorithms:
+                got = all_reduce(data.clone(), name)
+                digest = torch.tensor([float(got.double().sum()), float((got.double() ** 2).sum())],
+                                      dtype=torch.float64)
+                gathered = [torch.empty_like(digest) for _ in range(ctx.world_size)]
+                dist.all_gather(gathered, digest)
+                rows.append({"algorithm": name, "numel": numel, "dtype": str(dtype).removeprefix("torch."),
+                             "rank": ctx.rank, "exact": bool(torch.equal(got, expected)),
+                             "max_abs_diff": float((got.double() - expected.double()).abs().max()),
+                             "scale": float(expected.double().abs().max()),
+                             "same_on_all_ranks": all(torch.equal(g, gathered[0]) for g in gathered)})
+    return rows

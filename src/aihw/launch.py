@@ -128,8 +128,8 @@ def _worker_reference(fn: Callable) -> tuple[str, str]:
         raise ValueError(f"worker {fn!r} is not a plain function; {_NOTEBOOK_HINT}, import it and pass it, "
                          "and pass extra values through *args")
     if "<" in qualname:  # <lambda> or <locals>: closures and nested functions have no importable name
-        raise ValueError(f"worker {module}.{qualname} is a lambda, closure or nested function; {_NOTEBOOK_HINT}"
-                         ", import it and pass it")
+        raise ValueError(f"worker {module}.{qualname} is a lambda, closure or nested function; "
+                         f"{_NOTEBOOK_HINT}, import it and pass it")
     if module == "__main__" and getattr(sys.modules.get("__main__"), "__file__", None) is None:
         raise ValueError(f"worker {qualname!r} is defined in __main__ (a notebook or interactive session); "
                          f"{_NOTEBOOK_HINT}, e.g. a .py file next to the notebook, and import it from there")
@@ -188,8 +188,8 @@ def _child_main(fn_ref: tuple[str, str], args_blob: bytes, rank: int, world_size
         try:
             report = ("ok", rank, pickle.dumps(result))
         except Exception as exc:
-            raise TypeError(f"the result of rank {rank} cannot be pickled ({exc}); return plain Python values "
-                            "or CPU tensors") from exc
+            raise TypeError(f"the result of rank {rank} cannot be pickled ({exc}); "
+                            "return plain Python values or CPU tensors") from exc
     except BaseException:  # SystemExit and KeyboardInterrupt too: the parent must hear about them
         report = ("error", rank, traceback.format_exc())
     try:
@@ -312,8 +312,9 @@ def run_under_torchrun(fn: Callable, *args: Any, backend: str = "auto") -> objec
     needed = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
     missing = [name for name in needed if name not in os.environ]
     if missing:
-        raise ValueError(f"run_under_torchrun needs the variables torchrun sets; missing {', '.join(missing)}. "
-                         "Start it with: torchrun --standalone --nproc-per-node 2 -m <module>, "
+        raise ValueError("run_under_torchrun needs the variables torchrun sets; "
+                         f"missing {', '.join(missing)}. Start it with: "
+                         "torchrun --standalone --nproc-per-node 2 -m <module>, "
                          "or call aihw.launch.launch() from Python")
     rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ["LOCAL_RANK"])

@@ -101,6 +101,16 @@ class DeviceMeasurement:
     matmul: tuple[MatmulPoint, ...]
     copy: tuple[CopyPoint, ...]
     skipped: tuple[str, ...] = ()  # one sentence per skipped dtype or point
+    notes: tuple[str, ...] = ()  # caveats about the conditions, e.g. a busy machine
+
+    @property
+    def label(self) -> str:
+        """A readable name: the GPU's name, or the CPU model with its core count."""
+        d = self.description
+        if d.get("cuda_device_name") and self.device.startswith("cuda"):
+            return str(d["cuda_device_name"])
+        cores = f", {d['cpu_cores']} cores" if d.get("cpu_cores") else ""
+        return f"{d.get('cpu_model', 'CPU')} (CPU{cores})"
 
     def best_flops(self, dtype: str) -> float:
         """Highest measured matmul FLOP/s for ``dtype``."""
@@ -120,7 +130,7 @@ class DeviceMeasurement:
         """Plain dict (lists, numbers, strings) ready for json.dumps."""
         return {"device": self.device, "description": dict(self.description),
                 "matmul": [asdict(p) for p in self.matmul], "copy": [asdict(p) for p in self.copy],
-                "skipped": list(self.skipped)}
+                "skipped": list(self.skipped), "notes": list(self.notes)}
 
 
 class _Budget:
@@ -267,5 +277,15 @@ def measure_device(config: MeasureConfig = MeasureConfig()) -> DeviceMeasurement
             skipped.append(f"{dtype}: {reason}")
             continue
         matmuls.extend(_measure_matmuls(dtype, device, config, budget, sync, skipped))
-    return DeviceMeasurement(str(device), describe_device(device), tuple(matmuls), tuple(copies),
-                             tuple(skipped))
+    description = describe_device(device)
+    return DeviceMeasurement(str(device), description, tuple(matmuls), tuple(copies), tuple(skipped),
+                             _busy_notes(description))
+
+
+def _busy_notes(description: dict) -> tuple[str, ...]:
+    """A caveat when other processes were competing for the CPU while we timed it."""
+    load, cores = description.get("load_average_1min"), description.get("cpu_cores")
+    if load is None or not cores or load <= 0.5 * cores:
+        return ()
+    return (f"the 1-minute load average was {load:g} on {cores} cores: other processes were competing for "
+            "the CPU, so these timings understate this machine (multi-threaded kernels suffer most)",)

@@ -260,15 +260,15 @@ def _assumptions(cfg: MemoryConfig) -> tuple[str, ...]:
                      f"{st['optimizer']:g} B/param (fp32); fp32 master copy {st['master_weights']:g} B/param.")
     if cfg.model is None:
         notes.append("No architecture given: activations and KV cache are not estimated (0).")
-    else:
+    elif cfg.mode == "train":
         notes.append(f"Activations: Korthikanti et al. 2022 counting, {cfg.activation_bytes_per_value:g}-byte "
                      f"values, {'with' if cfg.dropout else 'no'} dropout masks, recompute={cfg.recompute}, "
                      f"batch {cfg.batch} x {cfg.tokens} tokens; logits kept in fp32.")
-        if cfg.mode == "infer":
-            notes.append(f"KV cache for {cfg.batch} sequence(s) of {cfg.tokens} tokens, "
-                         f"{cfg.model.n_kv_heads} KV heads ({cfg.model.attention_kind}). Activations: one layer's "
-                         "live set (residual in/out + widest MLP intermediate, fused attention keeping no "
-                         "s x s scores) + last-token fp32 logits.")
+    else:
+        notes.append(f"KV cache for {cfg.batch} sequence(s) of {cfg.tokens} tokens, "
+                     f"{cfg.model.n_kv_heads} KV heads ({cfg.model.attention_kind}). Activations: one layer's "
+                     "live set (residual in/out + widest MLP intermediate, fused attention keeping no "
+                     "s x s scores) + last-token fp32 logits.")
     if cfg.dp * cfg.tp * cfg.pp > 1:
         notes.append(f"Per device: tp={cfg.tp}, pp={cfg.pp} (1F1B: the first stage holds pp micro-batches), "
                      f"dp={cfg.dp} with ZeRO stage {cfg.zero}.")

@@ -11,6 +11,7 @@ import dataclasses
 import math
 
 from aihw._validate import require_positive
+from aihw.hardware import get_chip, list_chips
 from aihw.memory import MemoryConfig, estimate
 
 
@@ -71,8 +72,6 @@ def devices_needed(config: MemoryConfig, capacity_bytes: float, *, zero: int | N
 
 def fit_table(config: MemoryConfig, chips: list[str] | None = None) -> list[dict]:
     """One row per catalogue chip: capacity, whether one chip holds it, chips needed per ZeRO stage."""
-    from aihw.hardware import get_chip, list_chips  # analytic sibling; imported here to keep memory.py standalone
-
     chip_objs = [get_chip(c) for c in chips] if chips is not None else list_chips()
     single = estimate(dataclasses.replace(config, dp=1, tp=1, pp=1, zero=0)).per_device_bytes
     rows = []

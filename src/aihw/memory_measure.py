@@ -13,7 +13,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -114,11 +117,25 @@ def _optimizer(name: str, params) -> torch.optim.Optimizer:
     return (torch.optim.Adam if name == "adam" else torch.optim.AdamW)(params, lr=1e-3)
 
 
+@contextlib.contextmanager
+def _quiet_native_stderr():
+    """Silence file descriptor 2 for a moment: the profiler's C++ start/stop lines are noise in a notebook."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def _cpu_step_peak(step) -> int:
     """Highest running sum of the CPU allocator's alloc/free events while ``step()`` runs, bytes."""
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    with _quiet_native_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         step()
     events = [e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"]
     running = peak = 0

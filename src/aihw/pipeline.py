@@ -42,7 +42,7 @@ class PipelineConfig:
     micro_batches: int = 4  # m
     micro_batch_size: int = 4  # sequences per micro-batch
     schedule: str = "1f1b"  # "gpipe" (all forward, all backward) or "1f1b"
-    steps: int = 2  # steps run; the last is recorded (the first warms up allocators and caches)
+    steps: int = 3  # steps run; the fastest is recorded (the first warms up; others may be disturbed)
     seed: int = 0  # model initialisation and data
 
     def __post_init__(self) -> None:
@@ -161,14 +161,27 @@ def _one_step(stage, ctx, cfg: PipelineConfig) -> StageRunner:
     return runner
 
 
+def _global_step_length(runner: StageRunner) -> float:
+    """Seconds from the earliest start to the latest end over all ranks (same value on every rank)."""
+    end = max(max(e.end for e in runner.events) + runner.origin, max(t.end for t in runner.transfers)
+              if runner.transfers else 0.0)
+    bounds = torch.tensor([-runner.origin, end], dtype=torch.float64)
+    dist.all_reduce(bounds, op=dist.ReduceOp.MAX)
+    return float(bounds[0] + bounds[1])
+
+
 def pipeline_worker(ctx, configs: Sequence[PipelineConfig]) -> list[StageRun]:
     """Run each config in turn (one launch, many experiments); return this rank's :class:`StageRun` list."""
     runs = []
     for cfg in configs:
         split_layers(cfg.model.depth, ctx.world_size)  # clear error before any communication
         stage = build_stages(cfg.model, ctx.world_size, seed=cfg.seed)[ctx.rank]
-        for _ in range(cfg.steps):
-            runner = _one_step(stage, ctx, cfg)
+        runner, best = None, float("inf")
+        for _ in range(cfg.steps):  # keep the fastest step (all ranks agree on which): least disturbed
+            candidate = _one_step(stage, ctx, cfg)
+            length = _global_step_length(candidate)
+            if length < best:
+                runner, best = candidate, length
         tie_gradients(stage, rank=ctx.rank, world_size=ctx.world_size)
         last = ctx.rank == ctx.world_size - 1
         runs.append(StageRun(ctx.rank, cfg, tuple(runner.events), tuple(runner.transfers), runner.origin,
@@ -255,3 +268,41 @@ def merged_grads(runs: Sequence[StageRun]) -> dict:
     for r in runs:
         out.update(r.grads)
     return out
+
+
+def torch_pipelining_worker(ctx, cfg: PipelineConfig) -> dict:
+    """The same stages under ``torch.distributed.pipelining`` (ScheduleGPipe / Schedule1F1B), for comparison.
+
+    Returns this rank's step seconds (fastest of ``cfg.steps``), the loss (last rank) and gradients by name.
+    """
+    import torch.nn.functional as F
+    from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
+
+    stage = build_stages(cfg.model, ctx.world_size, seed=cfg.seed)[ctx.rank]
+    shape = (cfg.micro_batch_size, cfg.model.seq_len, cfg.model.width)
+    example = torch.zeros(shape) if ctx.rank > 0 else torch.zeros(shape[:2], dtype=torch.long)
+    pipe_stage = PipelineStage(stage, ctx.rank, ctx.world_size, ctx.device, input_args=(example,))
+
+    def loss_fn(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1))
+
+    schedule_class = ScheduleGPipe if cfg.schedule == "gpipe" else Schedule1F1B
+    schedule = schedule_class(pipe_stage, cfg.micro_batches, loss_fn=loss_fn)  # scales grads by 1/m
+    idx, targets = random_batch(cfg.model, cfg.batch, seed=cfg.seed)
+    last = ctx.rank == ctx.world_size - 1
+    best, losses = float("inf"), []
+    for _ in range(cfg.steps):
+        stage.zero_grad(set_to_none=True)
+        losses = []
+        dist.barrier()
+        start = time.perf_counter()
+        if ctx.rank == 0:
+            schedule.step(idx)
+        elif last:
+            schedule.step(target=targets, losses=losses)
+        else:
+            schedule.step()
+        best = min(best, time.perf_counter() - start)
+    tie_gradients(stage, rank=ctx.rank, world_size=ctx.world_size)
+    loss = float(torch.stack(losses).detach().mean()) if last else None
+    return {"rank": ctx.rank, "step_s": best, "loss": loss, "grads": stage_grads(stage)}

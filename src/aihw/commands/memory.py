@@ -5,8 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 
-from aihw.memory import COMPONENTS, GB, MODES, OPTIMIZER_STATE_BYTES, PRECISION_BYTES, RECOMPUTE, GiB, \
-    MemoryConfig, estimate
+from aihw.memory import (
+    COMPONENTS,
+    GB,
+    MODES,
+    OPTIMIZER_STATE_BYTES,
+    PRECISION_BYTES,
+    RECOMPUTE,
+    GiB,
+    MemoryConfig,
+    estimate,
+)
 from aihw.model_presets import list_presets
 
 

@@ -57,7 +57,7 @@ def _plot_measured(ax, measured, dtype: str, x: np.ndarray) -> None:
         return
     bw, peak = measured.best_bandwidth(), max(p.flops_per_s for p in points)
     ax.plot(x, roofline_curve(peak, bw, x) / 1e12, "k--", lw=1.5,
-            label=f"this machine, measured ({peak / 1e12:.3g} TFLOP/s, {bw / 1e9:.3g} GB/s)")
+            label=f"{measured.label}, measured ({peak / 1e12:.3g} TFLOP/s, {bw / 1e9:.3g} GB/s)")
     ax.plot([p.intensity for p in points], [p.flops_per_s / 1e12 for p in points], "ks", ms=5,
             label=f"this machine: {dtype} matmuls n={','.join(str(p.n) for p in points)}")
 

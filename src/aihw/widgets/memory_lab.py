@@ -1,5 +1,8 @@
 """Widget of the lab "Memory math": size a model live, then measure the small model on this machine.
 
+The live view is HTML (stacked bars, verdict) so it redraws in about a millisecond; the matplotlib
+figures (:func:`draw`, the measurement panel) are for the static book and for the "Measure it" result.
+
 The builder :func:`memory_explorer` returns the widget. The work is in plain functions tests call directly:
 :func:`memory_view` (estimate, verdict and chips needed for a set of control values) and
 :func:`measure_view` (a real training step of the custom-sized TinyGPT, behind the "Measure it" button).
@@ -16,7 +19,7 @@ from aihw import hardware
 from aihw.memory import GB, OPTIMIZER_STATE_BYTES, PRECISION_BYTES, RECOMPUTE, GiB, MemoryConfig, estimate
 from aihw.memory_fit import devices_needed
 from aihw.model_presets import ModelShape, list_presets
-from aihw.plots.memory import plot_breakdown, plot_predicted_vs_measured
+from aihw.plots.memory import COLOURS, plot_breakdown, plot_predicted_vs_measured
 from aihw.widgets._common import error_box, show_error, show_figure
 
 CUSTOM = "custom (raw dims)"
@@ -72,6 +75,28 @@ def draw(view: dict, measured: list[dict] | None = None):
     return fig
 
 
+def html_bars(view: dict) -> str:
+    """The live view: two stacked horizontal bars (one device holding all, per device) and the chip's memory,
+    drawn as HTML so a control change redraws in well under a millisecond (a matplotlib redraw takes ~0.2 s)."""
+    est, cap = view["estimate"], view["capacity_bytes"]
+    scale = max(est.total_bytes, cap) or 1.0
+    rows = []
+    for label, parts, total in (("one device holds all", est.total, est.total_bytes),
+                                (f"per device ({est.devices})", est.per_device, est.per_device_bytes)):
+        segs = "".join(
+            f'<div title="{k}: {v / GB:,.2f} GB" style="width:{100 * v / scale:.3f}%;background:{COLOURS[k]};'
+            f'height:100%"></div>' for k, v in parts.items() if v > 0)
+        marker = (f'<div style="position:absolute;left:{100 * cap / scale:.3f}%;top:-3px;bottom:-3px;'
+                  f'border-left:2px dashed black"></div>')
+        rows.append(f'<div style="display:flex;align-items:center;margin:4px 0"><div style="width:190px">{label}'
+                    f'</div><div style="position:relative;flex:1;height:22px;display:flex;background:#eee">'
+                    f'{segs}{marker}</div><div style="width:110px;text-align:right">{total / GB:,.1f} GB</div></div>')
+    legend = " ".join(f'<span style="color:{COLOURS[k]}">&#9632;</span> {k.replace("_", " ")} '
+                      f'{est.per_device[k] / GB:,.2f}' for k in est.per_device if est.total[k] > 0)
+    return ("".join(rows) + f'<div style="font-size:85%">per device, GB: {legend} &nbsp; '
+            f'<span style="border-left:2px dashed black">&nbsp;</span> chip memory {cap / GB:,.0f} GB</div>')
+
+
 def _as_total(est):
     """The estimate seen as a single device holding everything (per_device := total) for the bar chart."""
     return type(est)(est.config, est.total, est.total, est.assumptions)
@@ -97,9 +122,9 @@ def memory_explorer(model: str = "llama-2-7b", chip: str = "NVIDIA H100 SXM") ->
         "pp": W.BoundedIntText(value=1, min=1, max=1024, description="PP"),
         "chip": W.Dropdown(options=[ch.name for ch in hardware.list_chips()], value=chip, description="chip"),
     }
-    err, verdict, out, status = error_box(), W.HTML(), W.Output(), W.HTML()
+    err, verdict, bars, out, status = error_box(), W.HTML(), W.HTML(), W.Output(), W.HTML()
     button = W.Button(description="Measure it", tooltip="train the custom-dims TinyGPT one step here (fp32)")
-    state: dict = {"measured": None}
+    state: dict = {"measured": None}  # the last measurement, kept for redraws
 
     def values() -> dict:
         return {k: w.value for k, w in c.items()}
@@ -112,7 +137,11 @@ def memory_explorer(model: str = "llama-2-7b", chip: str = "NVIDIA H100 SXM") ->
             return
         show_error(err, None)
         verdict.value = view["verdict"]
-        show_figure(out, draw(view, state["measured"]))
+        bars.value = html_bars(view)
+
+    def show_measurement() -> None:
+        rows = state["measured"]
+        show_figure(out, plot_predicted_vs_measured(rows, title="custom model on this machine (fp32)"))
 
     def run_measure(_=None) -> None:
         v = values()
@@ -126,7 +155,7 @@ def memory_explorer(model: str = "llama-2-7b", chip: str = "NVIDIA H100 SXM") ->
             show_error(err, exc)
             return
         status.value = "measured: custom dims, fp32, one training step on this machine"
-        update()
+        show_measurement()
 
     for w in c.values():
         w.observe(update, names="value")
@@ -134,4 +163,5 @@ def memory_explorer(model: str = "llama-2-7b", chip: str = "NVIDIA H100 SXM") ->
     update()
     left = W.VBox([c[k] for k in ("model", "hidden", "layers", "heads", "vocab", "precision", "optimizer")])
     right = W.VBox([c[k] for k in ("batch", "seq", "zero", "dp", "tp", "pp", "chip")])
-    return W.VBox([W.HBox([left, right]), c["mode"], c["recompute"], W.HBox([button, status]), err, verdict, out])
+    return W.VBox([W.HBox([left, right]), c["mode"], c["recompute"], err, verdict, bars,
+                   W.HBox([button, status]), out])

@@ -131,7 +131,7 @@ def systolic_stepper(size: int = 3, m: int = 4, k: int = 3, n: int = 3, seed: in
 def measurement_report(measurement, dtype: str = "fp32") -> str:
     """One-paragraph HTML summary of a DeviceMeasurement: best FLOP/s, bandwidth and ridge point."""
     flops, bw = measurement.best_flops(dtype), measurement.best_bandwidth()
-    name = html.escape(str(measurement.description.get("name", measurement.device)))
+    name = html.escape(measurement.label)
     return (f"<b>{name}</b>: best {dtype} matmul {flops / 1e9:,.1f} GFLOP/s, copy bandwidth {bw / 1e9:,.1f} GB/s "
             f"(read + write), ridge point {flops / bw:,.1f} FLOP/byte.")
 

@@ -1,0 +1,224 @@
+"""The shared subject of the "Making models cheaper" chapter: a small MLP on scikit-learn's bundled digits.
+
+The digits set (1,797 8×8 grey images, 10 classes) ships inside scikit-learn, so nothing is downloaded. An MLP
+of a few hundred thousand parameters trains on it in seconds on two CPU cores and is cached on disk, keyed by
+its whole :class:`TrainConfig`, so a changed config never reuses a stale model. This module also holds the
+three measurements every method is judged by: accuracy, size in bytes and latency in seconds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from aihw._validate import require_in_range, require_positive
+
+CACHE_FORMAT = 1  # bump when the saved layout or the training loop changes
+IN_FEATURES, CLASSES = 64, 10
+
+
+@dataclass(frozen=True)
+class Digits:
+    """Train and test splits: inputs scaled to [0, 1] (fp32, N×64), labels int64 (N)."""
+
+    x_train: torch.Tensor
+    y_train: torch.Tensor
+    x_test: torch.Tensor
+    y_test: torch.Tensor
+
+
+def load_digits(*, test_fraction: float = 0.25, seed: int = 0) -> Digits:
+    """scikit-learn's bundled digits, split reproducibly (stratified) into train and test."""
+    from sklearn.datasets import load_digits as _load
+    from sklearn.model_selection import train_test_split
+
+    require_in_range("test_fraction", test_fraction, 0, 1, low_inclusive=False, high_inclusive=False)
+    bunch = _load()
+    x_tr, x_te, y_tr, y_te = train_test_split(bunch.data / 16.0, bunch.target, test_size=test_fraction,
+                                              random_state=seed, stratify=bunch.target)
+    as_x = lambda a: torch.tensor(a, dtype=torch.float32)  # noqa: E731
+    as_y = lambda a: torch.tensor(a, dtype=torch.int64)  # noqa: E731
+    return Digits(as_x(x_tr), as_y(y_tr), as_x(x_te), as_y(y_te))
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """How the MLP is built and trained. Every field enters the cache key."""
+
+    hidden: tuple[int, ...] = (256, 256)  # widths of the hidden layers (ReLU between)
+    epochs: int = 30  # passes over the 1,347 training images
+    batch_size: int = 64
+    lr: float = 2e-3  # Adam learning rate
+    weight_decay: float = 1e-4
+    seed: int = 0  # initialisation and shuffling
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.hidden, tuple) or not self.hidden:
+            raise ValueError(f"hidden must be a non-empty tuple of layer widths, got {self.hidden!r}")
+        for width in self.hidden:
+            require_positive("hidden width", width, integer=True)
+        require_positive("epochs", self.epochs, integer=True)
+        require_positive("batch_size", self.batch_size, integer=True)
+        require_positive("lr", self.lr)
+        require_in_range("weight_decay", self.weight_decay, 0, 1)
+        if not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {self.seed!r}")
+
+
+def make_mlp(hidden: tuple[int, ...], *, in_features: int = IN_FEATURES, classes: int = CLASSES) -> nn.Sequential:
+    """Linear → ReLU → … → Linear. A plain Sequential, so layers can be swapped or sliced by index."""
+    widths = (in_features, *hidden)
+    layers: list[nn.Module] = []
+    for a, b in zip(widths[:-1], widths[1:], strict=True):
+        layers += [nn.Linear(a, b), nn.ReLU()]
+    return nn.Sequential(*layers, nn.Linear(widths[-1], classes))
+
+
+LossFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]  # (logits, x, y) -> loss
+
+
+def fit(model: nn.Module, data: Digits, config: TrainConfig, *, loss_fn: LossFn | None = None,
+        on_epoch: Callable[[int, float], None] | None = None) -> nn.Module:
+    """Train ``model`` in place with Adam; ``loss_fn(logits, x, y)`` defaults to cross-entropy.
+
+    Seeded from ``config.seed`` without touching the global RNG. ``on_epoch(epoch, mean_loss)`` is a hook for
+    live plots. Returns the model in eval mode.
+    """
+    loss_fn = loss_fn or (lambda logits, _x, y: nn.functional.cross_entropy(logits, y))
+    gen = torch.Generator().manual_seed(config.seed)
+    opt = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    n = len(data.y_train)
+    model.train()
+    for epoch in range(config.epochs):
+        order, total = torch.randperm(n, generator=gen), 0.0
+        for start in range(0, n, config.batch_size):
+            idx = order[start:start + config.batch_size]
+            xb, yb = data.x_train[idx], data.y_train[idx]
+            loss = loss_fn(model(xb), xb, yb)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            total += float(loss) * len(idx)
+        if on_epoch is not None:
+            on_epoch(epoch, total / n)
+    return model.eval()
+
+
+def train_mlp(data: Digits, config: TrainConfig = TrainConfig()) -> nn.Sequential:
+    """A freshly initialised (seeded) MLP of ``config.hidden``, trained on ``data``."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(config.seed)
+        model = make_mlp(config.hidden)
+    return fit(model, data, config)
+
+
+def default_cache_dir() -> Path:
+    """``~/.cache/aihw`` (pass ``cache_dir`` explicitly to use another place; no environment variable)."""
+    return Path.home() / ".cache" / "aihw"
+
+
+def cache_key(config: TrainConfig, *, test_fraction: float, split_seed: int) -> str:
+    """A hash of everything that decides the trained weights (config, split, file format, torch version)."""
+    spec = {"config": asdict(config), "test_fraction": test_fraction, "split_seed": split_seed,
+            "format": CACHE_FORMAT, "torch": torch.__version__.split("+")[0]}
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def trained_mlp(config: TrainConfig = TrainConfig(), *, data: Digits | None = None,
+                cache_dir: str | Path | None = None, test_fraction: float = 0.25,
+                split_seed: int = 0) -> tuple[nn.Sequential, Digits]:
+    """The trained MLP for ``config`` and its data: loaded from the cache, or trained (seconds) and saved."""
+    data = data or load_digits(test_fraction=test_fraction, seed=split_seed)
+    folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    path = folder / f"digits-mlp-{cache_key(config, test_fraction=test_fraction, split_seed=split_seed)}.pt"
+    model = make_mlp(config.hidden)
+    if path.exists():
+        model.load_state_dict(torch.load(path, weights_only=True))
+        return model.eval(), data
+    model = train_mlp(data, config)
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    torch.save(model.state_dict(), tmp)
+    os.replace(tmp, path)  # atomic: a reader never sees half a file
+    return model, data
+
+
+@torch.inference_mode()
+def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
+    """Fraction of ``x`` classified as ``y`` (0..1)."""
+    return float((model(x).argmax(dim=1) == y).float().mean())
+
+
+def size_bytes(model: nn.Module) -> int:
+    """Bytes of the model's serialized state_dict (what a checkpoint on disk takes; packed INT8 included)."""
+    buffer = io.BytesIO()
+    torch.save(model.state_dict(), buffer)
+    return buffer.getbuffer().nbytes
+
+
+def param_bytes(model: nn.Module) -> int:
+    """Bytes of the parameters and buffers alone, as stored in memory (no file overhead)."""
+    tensors = [*model.parameters(), *model.buffers()]
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+@torch.inference_mode()
+def latencies(models: Mapping[str, nn.Module], x: torch.Tensor, *, repeats: int = 15, warmup: int = 3,
+              min_sample_s: float = 2e-3) -> dict[str, float]:
+    """Median seconds per forward pass of each model on ``x``.
+
+    The models are timed in turn, round after round (so a slow spell on a shared machine hits all of them),
+    after ``warmup`` calls each; each sample loops over enough calls to last ``min_sample_s``.
+    """
+    require_positive("repeats", repeats, integer=True)
+    if not models:
+        raise ValueError("latencies needs at least one model")
+    loops = {}
+    for name, model in models.items():
+        for _ in range(warmup):
+            model(x)
+        start = time.perf_counter()
+        model(x)
+        loops[name] = max(1, int(min_sample_s / max(time.perf_counter() - start, 1e-7)))
+    samples: dict[str, list[float]] = {name: [] for name in models}
+    for _ in range(repeats):
+        for name, model in models.items():
+            start = time.perf_counter()
+            for _ in range(loops[name]):
+                model(x)
+            samples[name].append((time.perf_counter() - start) / loops[name])
+    return {name: statistics.median(s) for name, s in samples.items()}
+
+
+def latency(model: nn.Module, x: torch.Tensor, **kwargs) -> float:
+    """Median seconds per forward pass of one model (see :func:`latencies`)."""
+    return latencies({"model": model}, x, **kwargs)["model"]
+
+
+def linear_flops(model: nn.Module, batch: int, *, count_zeros: bool = True) -> int:
+    """FLOP of the Linear layers for ``batch`` inputs: 2·batch·in·out each (+ batch·out for the bias).
+
+    ``count_zeros=False`` counts only non-zero weights: what a perfect sparse kernel would do.
+    """
+    require_positive("batch", batch, integer=True)
+    total = 0
+    for module in model.modules():
+        if isinstance(module, nn.Linear):
+            weights = module.weight.numel() if count_zeros else int((module.weight != 0).sum())
+            total += 2 * batch * weights + (batch * module.out_features if module.bias is not None else 0)
+    return total
+
+
+__all__ = ["Digits", "TrainConfig", "load_digits", "make_mlp", "fit", "train_mlp", "trained_mlp",
+           "default_cache_dir", "cache_key", "accuracy", "size_bytes", "param_bytes", "latencies", "latency",
+           "linear_flops"]

@@ -1,0 +1,90 @@
+"""Gantt charts of pipeline schedules (measured or simulated) and the bubble against the number of micro-batches."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.patches import Patch
+
+from aihw.pipeline_sim import SimulatedRun, TimelineEvent, bubble_fraction, idle_events
+
+COLOURS = {"forward": "#4c78a8", "backward": "#f58518", "send": "#54a24b", "recv": "#b279a2",
+           "idle": "#e8e8e8"}
+LABELS = {"forward": "forward", "backward": "backward", "send": "send (post)", "recv": "receive (transfer)",
+          "idle": "idle (bubble, waiting)"}
+
+
+def plot_timeline(events: Sequence[TimelineEvent], *, stages: int | None = None, step_s: float | None = None,
+                  unit: str = "ms", title: str = "", ax=None):
+    """One row per stage (stage 0 on top); forward/backward bars carry their micro-batch number.
+
+    ``unit``: "ms", "s" or "" (simulated time units). Idle gaps are drawn if the events do not include them.
+    """
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(9, 2.5))
+    events = list(events)
+    stages = stages or (max(e.stage for e in events) + 1 if events else 1)
+    step_s = step_s if step_s is not None else max((e.end for e in events), default=1.0)
+    if not any(e.kind == "idle" for e in events):
+        events += idle_events(events, stages, step_s)
+    scale = {"ms": 1e3, "s": 1.0, "": 1.0}[unit]
+    seen = set()
+    for e in events:
+        height = 0.35 if e.kind in ("send", "recv") else 0.8
+        seen.add(e.kind)
+        ax.barh(e.stage, e.duration * scale, left=e.start * scale, height=height, color=COLOURS.get(e.kind, "k"),
+                edgecolor="white" if e.kind in ("forward", "backward") else "none", linewidth=0.5)
+        if e.kind in ("forward", "backward") and e.duration * scale > 0.02 * step_s * scale:
+            text = str(e.micro_batch) if e.chunk == 0 else f"{e.micro_batch}.{e.chunk}"
+            ax.text((e.start + e.duration / 2) * scale, e.stage, text, ha="center", va="center", fontsize=7,
+                    color="white")
+    ax.set_yticks(range(stages), [f"stage {s}" for s in range(stages)])
+    ax.set_ylim(stages - 0.5, -0.5)
+    ax.set_xlim(0, step_s * scale)
+    ax.set_xlabel(f"time ({unit})" if unit else "time (units of one forward)")
+    ax.set_title(title, fontsize=10)
+    handles = [Patch(color=COLOURS[k], label=LABELS[k]) for k in COLOURS if k in seen]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def plot_simulated(run: SimulatedRun, *, ax=None):
+    """Gantt chart of a :class:`~aihw.pipeline_sim.SimulatedRun`, its bubble in the title."""
+    v = f", v={run.v}" if run.schedule == "interleaved" else ""
+    title = (f"simulated {run.schedule}: p={run.p}, m={run.m}{v}; bubble {run.bubble:.1%} "
+             f"(closed form {bubble_fraction(run.p, run.m, v=run.v):.1%})")
+    return plot_timeline(run.events, stages=run.p, step_s=run.step_s, unit="", title=title, ax=ax)
+
+
+def plot_measured_and_simulated(measured: Sequence[TimelineEvent], step_s: float, simulated: SimulatedRun, *,
+                                measured_bubble: float, fig=None):
+    """Measured timeline (top) above the simulator's, fed with the measured stage times (bottom)."""
+    fig = fig or plt.figure(figsize=(10, 2.2 + 0.9 * simulated.p))
+    top, bottom = fig.subplots(2, 1)
+    plot_timeline(measured, stages=simulated.p, step_s=step_s, unit="ms", ax=top,
+                  title=f"measured {simulated.schedule}: p={simulated.p}, m={simulated.m}; bubble "
+                        f"{measured_bubble:.1%} (theory {bubble_fraction(simulated.p, simulated.m):.1%})")
+    plot_timeline(simulated.events, stages=simulated.p, step_s=simulated.step_s, unit="ms", ax=bottom,
+                  title=f"simulated with the measured stage times: bubble {simulated.bubble:.1%}")
+    fig.tight_layout()
+    return fig
+
+
+def plot_bubble_vs_m(p_values: Sequence[int], m_max: int, *, measured: dict | None = None, ax=None):
+    """Closed-form bubble (p - 1) / (m + p - 1) for each p against m; ``measured`` {p: [(m, bubble), ...]}."""
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(6, 3.5))
+    m = np.arange(1, m_max + 1)
+    for i, p in enumerate(p_values):
+        colour = f"C{i}"
+        ax.plot(m, [(p - 1) / (k + p - 1) for k in m], color=colour, label=f"theory p={p}")
+        if measured and p in measured:
+            xs, ys = zip(*measured[p], strict=True)
+            ax.plot(xs, ys, "o", color=colour, label=f"measured p={p}")
+    ax.set_xlabel("micro-batches m")
+    ax.set_ylabel("bubble (idle share of the step)")
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
