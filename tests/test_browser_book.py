@@ -19,6 +19,7 @@ pytestmark = pytest.mark.browser
 
 NOT_PAGES = {"genindex.html", "search.html"}
 NOT_PAGE_DIRS = {"_static", "_sources", "_images"}
+REDIRECT = 'http-equiv="refresh"'
 MIN_FIGURES = {"chapters/gpus_vs_tpus.html": 4, "labs/roofline_systolic.html": 3}
 
 # Runs in the page once it has loaded: make lazy images load, wait for them and for MathJax, then report.
@@ -64,7 +65,8 @@ def book_pages(root: Path) -> list[str]:
     return sorted(pages)
 
 
-def _visit(context, url: str) -> PageReport:
+def _visit(context, url: str, *, redirect: bool) -> PageReport:
+    """Open ``url`` (following a redirect page to its target) and inspect it."""
     report = PageReport()
     page = context.new_page()
 
@@ -77,6 +79,9 @@ def _visit(context, url: str) -> PageReport:
     page.on("response", lambda r: r.status >= 400 and report.errors.append(f"HTTP {r.status}: {r.url}"))
     try:
         page.goto(url, wait_until="load")
+        if redirect:
+            page.wait_for_url(lambda now: now != url, timeout=10_000)
+            page.wait_for_load_state("load")
         report.info = page.evaluate(INSPECT_JS)
     finally:
         page.close()
@@ -99,7 +104,8 @@ def book() -> dict[str, PageReport]:
             for rel in book_pages(root):
                 blocked: list[str] = []
                 block_external(context, blocked)
-                reports[rel] = _visit(context, base + rel)
+                redirect = REDIRECT in (root / rel).read_text(encoding="utf-8", errors="replace").lower()
+                reports[rel] = _visit(context, base + rel, redirect=redirect)
                 reports[rel].blocked = blocked
                 context.unroute("**/*")
             context.close()

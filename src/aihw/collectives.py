@@ -200,7 +200,7 @@ def all_reduce(tensor: torch.Tensor, algorithm: str = "ring") -> torch.Tensor:
     return IMPLEMENTATIONS[algorithm](tensor)
 
 
-def compare_with_builtin(ctx, numels: tuple[int, ...] = (1, 2, 3, 7, 64, 1001), *,
+def compare_with_builtin(ctx, numels: tuple[int, ...] = (1, 2, 3, 7, 64, 1001),
                          algorithms: tuple[str, ...] = ("naive", "ring", "tree", "recursive-doubling"),
                          seed: int = 0) -> list[dict]:
     """Worker: run each algorithm on random tensors of each size (int64 and float32) next to ``dist.all_reduce``.

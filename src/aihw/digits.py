@@ -14,7 +14,8 @@ import json
 import os
 import statistics
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -84,16 +85,40 @@ def make_mlp(hidden: tuple[int, ...], *, in_features: int = IN_FEATURES, classes
     return nn.Sequential(*layers, nn.Linear(widths[-1], classes))
 
 
+@contextmanager
+def torch_threads(threads: int | None) -> Iterator[None]:
+    """Run the block with ``threads`` intra-op threads (None: leave torch's setting), then restore it.
+
+    Small matmuls gain nothing from a second thread, and on a busy machine two threads that wait for each
+    other can be ten times slower than one, so training and the default timings use one thread.
+    """
+    if threads is None:
+        yield
+        return
+    require_positive("threads", threads, integer=True)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 LossFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]  # (logits, x, y) -> loss
 
 
 def fit(model: nn.Module, data: Digits, config: TrainConfig, *, loss_fn: LossFn | None = None,
-        on_epoch: Callable[[int, float], None] | None = None) -> nn.Module:
+        on_epoch: Callable[[int, float], None] | None = None, threads: int | None = 1) -> nn.Module:
     """Train ``model`` in place with Adam; ``loss_fn(logits, x, y)`` defaults to cross-entropy.
 
     Seeded from ``config.seed`` without touching the global RNG. ``on_epoch(epoch, mean_loss)`` is a hook for
-    live plots. Returns the model in eval mode.
+    live plots. ``threads``: see :func:`torch_threads`. Returns the model in eval mode.
     """
+    with torch_threads(threads):
+        return _fit(model, data, config, loss_fn, on_epoch)
+
+
+def _fit(model, data, config, loss_fn, on_epoch) -> nn.Module:
     loss_fn = loss_fn or (lambda logits, _x, y: nn.functional.cross_entropy(logits, y))
     gen = torch.Generator().manual_seed(config.seed)
     opt = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
@@ -172,17 +197,22 @@ def param_bytes(model: nn.Module) -> int:
     return sum(t.numel() * t.element_size() for t in tensors)
 
 
-@torch.inference_mode()
 def latencies(models: Mapping[str, nn.Module], x: torch.Tensor, *, repeats: int = 15, warmup: int = 3,
-              min_sample_s: float = 2e-3) -> dict[str, float]:
+              min_sample_s: float = 2e-3, threads: int | None = 1) -> dict[str, float]:
     """Median seconds per forward pass of each model on ``x``.
 
     The models are timed in turn, round after round (so a slow spell on a shared machine hits all of them),
-    after ``warmup`` calls each; each sample loops over enough calls to last ``min_sample_s``.
+    after ``warmup`` calls each; each sample loops over enough calls to last ``min_sample_s``. ``threads``:
+    torch intra-op threads while timing (1 by default: stable on a shared machine; None = torch's setting).
     """
     require_positive("repeats", repeats, integer=True)
     if not models:
         raise ValueError("latencies needs at least one model")
+    with torch_threads(threads), torch.inference_mode():
+        return _latencies(models, x, repeats, warmup, min_sample_s)
+
+
+def _latencies(models, x, repeats, warmup, min_sample_s) -> dict[str, float]:
     loops = {}
     for name, model in models.items():
         for _ in range(warmup):
@@ -220,5 +250,5 @@ def linear_flops(model: nn.Module, batch: int, *, count_zeros: bool = True) -> i
 
 
 __all__ = ["Digits", "TrainConfig", "load_digits", "make_mlp", "fit", "train_mlp", "trained_mlp",
-           "default_cache_dir", "cache_key", "accuracy", "size_bytes", "param_bytes", "latencies", "latency",
+           "torch_threads", "default_cache_dir", "cache_key", "accuracy", "size_bytes", "param_bytes", "latencies", "latency",
            "linear_flops"]

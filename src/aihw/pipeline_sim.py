@@ -128,7 +128,9 @@ class SimulatedRun:
 
 
 def _per_stage(name: str, value: float | Sequence[float], p: int) -> np.ndarray:
-    arr = np.broadcast_to(np.asarray(value, dtype=float), (p,)).copy()
+    arr = np.asarray(value, dtype=float)
+    if arr.ndim == 0:
+        arr = np.full(p, float(arr))
     if arr.shape != (p,) or not np.all(np.isfinite(arr)) or np.any(arr < 0):
         raise ValueError(f"{name} must be one non-negative time or one per stage ({p}), got {value!r}")
     return arr
