@@ -14,10 +14,10 @@ and (4) check three answers of your own. Widgets need a running kernel; below ea
 also drawn as an ordinary figure, so the page makes sense without one."""),
     code("""# Set-up: on a GPU runtime (e.g. Colab) this installs the course package; a preinstalled torch is kept as is.
 try:
-    import aihw
+    import aihw  # noqa: F401  (imported to check it is installed)
 except ImportError:
     %pip install -q "aihw[labs] @ git+https://github.com/aihw-course/aihw"
-    import aihw
+    import aihw  # noqa: F401  (imported to check it is installed)
 import matplotlib.pyplot as plt
 import numpy as np
 from aihw import hardware, roofline, simt, systolic

@@ -58,6 +58,8 @@ def _start_lab(root: Path, token: str, env: dict) -> tuple[subprocess.Popen, str
                f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
                f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True",
                "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+        if os.geteuid() == 0:  # containers often run as root; Jupyter refuses that unless told
+            cmd.append("--ServerApp.allow_root=True")
         proc = subprocess.Popen(cmd, env=env, cwd=root, stdout=subprocess.DEVNULL,
                                 stderr=open(root.parent / "lab.log", "ab"), start_new_session=True)
         base = f"http://127.0.0.1:{port}"
