@@ -1,7 +1,7 @@
 """Shared helpers of the headless-browser tests (tests/test_browser_*.py).
 
 Skip policy: a missing browser, Playwright or built book skips the test on a laptop, but FAILS it in CI
-(``CI=true``, set by every CI service), so CI can never pass by skipping.
+(``CI=true``, as GitHub Actions and most CI services set it), so CI can never pass by skipping.
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -49,14 +48,21 @@ def book_dir() -> Path:
     return BOOK_HTML
 
 
+def require_browser() -> str:
+    """Check Playwright and Chromium are both here (skip/fail otherwise); return Chromium's path."""
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        unavailable("the Python package `playwright` is not installed (it is in requirements.txt)")
+    return chromium_path()
+
+
 @contextmanager
 def chromium_browser() -> Iterator[object]:
     """A headless Chromium driven by Playwright (no download: it uses the system browser)."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        unavailable("the Python package `playwright` is not installed (it is in requirements.txt)")
-    executable = chromium_path()
+    executable = require_browser()
+    from playwright.sync_api import sync_playwright
+
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         try:
@@ -90,6 +96,3 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
-
-def scratch_dir(prefix: str) -> tempfile.TemporaryDirectory:
-    return tempfile.TemporaryDirectory(prefix=prefix)

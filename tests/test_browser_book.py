@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from browser_support import block_external, book_dir, chromium_browser, is_local
+from browser_support import block_external, book_dir, chromium_browser, is_local, require_browser
 
 pytestmark = pytest.mark.browser
 
@@ -92,6 +92,7 @@ def _visit(context, url: str, *, redirect: bool) -> PageReport:
 def book() -> dict[str, PageReport]:
     """Visit every page once; the tests below assert on the reports."""
     root = book_dir()
+    require_browser()
     handler = functools.partial(_QuietHandler, directory=str(root))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browser_support import REPO, block_external, chromium_browser, free_port
+from browser_support import REPO, block_external, chromium_browser, free_port, require_browser
 
 pytestmark = pytest.mark.browser
 
@@ -45,6 +45,15 @@ CELLS_JS = """() => {
 }"""
 
 
+# The systolic stepper's counters line and the source of the figure drawn below it.
+STEPPER_JS = """() => {
+  const html = [...document.querySelectorAll(".widget-html")].find(e => e.textContent.includes("MACs so far"));
+  const box = html && html.closest(".widget-vbox");
+  const img = box && box.querySelector(".jp-OutputArea-output img");
+  return {counters: html ? html.textContent.replace(/\\s+/g, " ") : "", image: img ? img.src : ""};
+}"""
+
+
 def _get(url: str) -> int:
     with urllib.request.urlopen(url, timeout=5) as resp:
         return resp.status
@@ -60,8 +69,9 @@ def _start_lab(root: Path, token: str, env: dict) -> tuple[subprocess.Popen, str
                "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
         if os.geteuid() == 0:  # containers often run as root; Jupyter refuses that unless told
             cmd.append("--ServerApp.allow_root=True")
-        proc = subprocess.Popen(cmd, env=env, cwd=root, stdout=subprocess.DEVNULL,
-                                stderr=open(root.parent / "lab.log", "ab"), start_new_session=True)
+        with open(root.parent / "lab.log", "ab") as log:  # the child keeps its own copy of the handle
+            proc = subprocess.Popen(cmd, env=env, cwd=root, stdout=subprocess.DEVNULL, stderr=log,
+                                    start_new_session=True)
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline and proc.poll() is None:
@@ -76,7 +86,11 @@ def _start_lab(root: Path, token: str, env: dict) -> tuple[subprocess.Popen, str
 
 
 def _stop_lab(proc: subprocess.Popen, base: str, token: str) -> None:
-    """Ask the server to shut down (it stops its kernels); kill its process group if it does not."""
+    """Shut the server down through its API (which shuts down its kernels); else kill its process group.
+
+    Kernels run in sessions of their own, but they also exit by themselves once their server is gone
+    (ipykernel watches its parent process).
+    """
     if proc.poll() is None:
         try:
             req = urllib.request.Request(f"{base}/api/shutdown?token={token}", method="POST")
@@ -87,20 +101,17 @@ def _stop_lab(proc: subprocess.Popen, base: str, token: str) -> None:
     for sig in (signal.SIGTERM, signal.SIGKILL):
         if proc.poll() is not None:
             break
-        os.killpg(proc.pid, sig)
         try:
+            os.killpg(proc.pid, sig)
             proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
+        except (ProcessLookupError, subprocess.TimeoutExpired):
             continue
-    try:  # kernels live in the server's process group: make sure none is left behind
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 @pytest.fixture(scope="module")
 def lab() -> Iterator[str]:
     """URL of the lab notebook, opened in a freshly started JupyterLab (torn down afterwards)."""
+    require_browser()  # before spending seconds on a server nobody can look at
     with tempfile.TemporaryDirectory(prefix="aihw-lab-") as tmp:
         root = Path(tmp) / "work"
         root.mkdir()
@@ -110,6 +121,9 @@ def lab() -> Iterator[str]:
                          ("JUPYTERLAB_SETTINGS_DIR", "settings"), ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"),
                          ("IPYTHONDIR", "ipython")):
             env[var] = str(Path(tmp) / sub)
+        news = Path(env["JUPYTERLAB_SETTINGS_DIR"]) / "@jupyterlab" / "apputils-extension"
+        news.mkdir(parents=True)
+        (news / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
         env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
         token = secrets.token_hex(16)
         proc, base = _start_lab(root, token, env)
@@ -131,10 +145,6 @@ def _run_all(page) -> dict:
     return page.evaluate(CELLS_JS)
 
 
-def _counters(page) -> str:
-    return page.locator(".widget-html", has_text="MACs so far").first.inner_text()
-
-
 def test_lab_runs_and_its_widgets_respond(lab):
     with chromium_browser() as browser:
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
@@ -147,7 +157,7 @@ def test_lab_runs_and_its_widgets_respond(lab):
             assert state["errors"] == [], f"cells raised: {state['errors']}"
             assert state["run"] == state["code"] > 0, state
             stderr = page.locator('.jp-RenderedText[data-mime-type="application/vnd.jupyter.stderr"]')
-            tracebacks = [t for t in stderr.all_inner_texts() if "Traceback" in t]
+            tracebacks = [t for t in stderr.all_text_contents() if "Traceback" in t]
             assert not tracebacks, tracebacks
             assert page.locator(".jp-OutputArea-output.jp-mod-error, .jp-OutputArea-output[data-mime-type="
                                 '"application/vnd.jupyter.error"]').count() == 0
@@ -157,18 +167,20 @@ def test_lab_runs_and_its_widgets_respond(lab):
             assert page.locator(".widget-select-multiple").count() >= 1
             slider = page.locator(".widget-slider", has_text="cycle").first
             slider.scroll_into_view_if_needed()
-            before = _counters(page)
-            assert "<b>" not in before and "cycle: 0" in before, before
-            handle = slider.locator(".noUi-handle").first
-            handle.focus()
+            before = page.evaluate(STEPPER_JS)
+            assert before["counters"].startswith("cycle: 0 ") and before["image"], before
+
+            # Step the array three cycles with the keyboard, as a reader would.
+            slider.locator(".noUi-handle").first.focus()
             for _ in range(3):
                 page.keyboard.press("ArrowRight")
-            page.wait_for_function(
-                """before => { const el = [...document.querySelectorAll('.widget-html')]
-                                   .find(e => e.innerText.includes('MACs so far'));
-                               return el && el.innerText !== before; }""", arg=before, timeout=20_000)
-            after = _counters(page)
-            assert "cycle: 3" in after, after
+            page.wait_for_function(f"() => ({STEPPER_JS})().counters.startsWith('cycle: 3 ')", timeout=20_000)
+            page.wait_for_function(f"""src => {{ const s = ({STEPPER_JS})();
+                return s.image && s.image !== src && ({CELLS_JS})().kernel === "idle"; }}""",
+                                   arg=before["image"], timeout=20_000)
+            after = page.evaluate(STEPPER_JS)
+            assert after["counters"] != before["counters"]
+            assert "MACs so far: 0 " in before["counters"] and "MACs so far: 0 " not in after["counters"], after
             page.screenshot(path=str(SCREENSHOT), full_page=False)
         finally:
             context.close()

@@ -4,8 +4,14 @@ import pytest
 import torch
 
 from aihw.launch import LaunchConfig, launch
-from aihw.layer_parallel import (DeviceSplitModel, LayerParallelConfig, boundary_costs, layer_parallel_worker,
-                                 reference_step, split_layers)
+from aihw.layer_parallel import (
+    DeviceSplitModel,
+    LayerParallelConfig,
+    boundary_costs,
+    layer_parallel_worker,
+    reference_step,
+    split_layers,
+)
 from aihw.tinygpt import TinyGPTConfig, random_batch
 
 CFG = TinyGPTConfig(width=32, depth=6, heads=4, seq_len=16)

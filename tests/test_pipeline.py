@@ -5,8 +5,14 @@ import torch
 
 from aihw.launch import LaunchConfig, launch
 from aihw.layer_parallel import reference_step
-from aihw.pipeline import (PipelineConfig, merged_grads, run_pipeline, summary, timeline,
-                           torch_pipelining_worker)
+from aihw.pipeline import (
+    PipelineConfig,
+    merged_grads,
+    run_pipeline,
+    summary,
+    timeline,
+    torch_pipelining_worker,
+)
 from aihw.pipeline_sim import schedule_order
 from aihw.tinygpt import TinyGPTConfig
 

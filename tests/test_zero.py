@@ -11,9 +11,9 @@ pytestmark = pytest.mark.distributed
 
 
 def test_sharded_training_matches_reference_and_memory_estimate():
-    configs = tuple(zero.ZeroConfig(method=m, steps=4) for m in zero.METHODS)
+    configs = tuple(zero.ZeroConfig(method=m, steps=3) for m in zero.METHODS)
     runs = zero.run(configs, world_size=3, timeout_s=180)
-    reference = zero.zero_worker(None, zero.ZeroConfig(method="dp", steps=4))
+    reference = zero.zero_worker(None, zero.ZeroConfig(method="dp", steps=3))
     params = reference["params"]
     for config, per_rank in zip(configs, runs, strict=True):
         for r in per_rank:

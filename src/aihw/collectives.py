@@ -75,35 +75,58 @@ def naive_all_reduce(tensor: torch.Tensor) -> torch.Tensor:
     return tensor
 
 
-def ring_reduce_scatter(flat: torch.Tensor) -> tuple[int, int]:
+def _ring_phase(flat: torch.Tensor, send_chunk: Callable[[int], int], *, reduce: bool, segments: int) -> None:
+    """p-1 ring steps: at step s send chunk ``send_chunk(s)`` right, receive chunk ``send_chunk(s + 1)`` from the
+    left and add it in (``reduce``) or store it. Each chunk travels in ``segments`` pieces: a piece is forwarded
+    as soon as it has arrived (and been added), while the next piece is still on the wire (pipelining)."""
+    rank, p = dist.get_rank(), dist.get_world_size()
+    right, left = (rank + 1) % p, (rank - 1) % p
+    bounds = chunk_bounds(flat.numel(), p)
+    largest = max(end - start for start, end in bounds)
+    buffers = [torch.empty(largest, dtype=flat.dtype, device=flat.device) for _ in range(2)] if reduce else []
+
+    def pieces(chunk: int) -> list[tuple[int, int]]:
+        start, end = bounds[chunk]
+        return [(start + a, start + b) for a, b in chunk_bounds(end - start, segments) if b > a]
+
+    def post_receives(step: int) -> list:  # into the spare buffer: the other one is still being added
+        start = bounds[send_chunk(step + 1)][0]
+        return [dist.irecv(buffers[step % 2][a - start:b - start] if reduce else flat[a:b], left)
+                for a, b in pieces(send_chunk(step + 1))]
+
+    sends = [dist.isend(flat[a:b], right) for a, b in pieces(send_chunk(0))]
+    receives = post_receives(0)
+    for step in range(p - 1):
+        upcoming = post_receives(step + 1) if step + 2 < p else []
+        start = bounds[send_chunk(step + 1)][0]
+        for (a, b), request in zip(pieces(send_chunk(step + 1)), receives, strict=True):
+            request.wait()
+            if reduce:
+                flat[a:b].add_(buffers[step % 2][a - start:b - start])
+            if step + 2 < p:  # forward this piece at once: it is what the next step sends
+                sends.append(dist.isend(flat[a:b], right))
+        receives = upcoming
+    for request in sends:
+        request.wait()
+
+
+def ring_reduce_scatter(flat: torch.Tensor, *, segments: int = 4) -> tuple[int, int]:
     """Ring reduce-scatter of a 1-D tensor in place; returns (start, end) of the chunk this rank now owns
     fully summed (chunk ``(rank + 1) % p``). Other chunks hold partial sums afterwards."""
     rank, p = dist.get_rank(), dist.get_world_size()
-    bounds = chunk_bounds(flat.numel(), p)
-    right, left = (rank + 1) % p, (rank - 1) % p
-    largest = max(end - start for start, end in bounds)
-    incoming = torch.empty(largest, dtype=flat.dtype, device=flat.device)
-    for step in range(p - 1):
-        s0, s1 = bounds[(rank - step) % p]
-        r0, r1 = bounds[(rank - step - 1) % p]
-        buf = incoming[: r1 - r0]
-        _exchange(flat[s0:s1], right, buf, left)  # chunk sizes are known to all ranks: empty ones are skipped
-        flat[r0:r1].add_(buf)
-    return bounds[(rank + 1) % p]
+    if p > 1:
+        _ring_phase(flat, lambda step: (rank - step) % p, reduce=True, segments=segments)
+    return chunk_bounds(flat.numel(), p)[(rank + 1) % p]
 
 
-def ring_all_gather(flat: torch.Tensor, *, owned_offset: int = 1) -> torch.Tensor:
+def ring_all_gather(flat: torch.Tensor, *, owned_offset: int = 1, segments: int = 4) -> torch.Tensor:
     """Ring all-gather in place: rank r starts owning chunk ``(r + owned_offset) % p``; every rank ends with all.
 
     ``owned_offset=1`` continues a :func:`ring_reduce_scatter`; ``owned_offset=0`` gathers chunk r from rank r.
     """
     rank, p = dist.get_rank(), dist.get_world_size()
-    bounds = chunk_bounds(flat.numel(), p)
-    right, left = (rank + 1) % p, (rank - 1) % p
-    for step in range(p - 1):
-        s0, s1 = bounds[(rank + owned_offset - step) % p]
-        r0, r1 = bounds[(rank + owned_offset - step - 1) % p]
-        _exchange(flat[s0:s1], right, flat[r0:r1], left)
+    if p > 1:
+        _ring_phase(flat, lambda step: (rank + owned_offset - step) % p, reduce=False, segments=segments)
     return flat
 
 

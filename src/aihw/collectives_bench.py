@@ -1,8 +1,8 @@
 """Measure all-reduce time against message size for each teaching algorithm and the built-in one.
 
-One launch measures every (algorithm, size) pair, as nccl-tests does: per point a warm-up call, then enough
-calls to fill ``budget_s`` (at least ``min_iters``), timed between two barriers; the time is the mean per
-call on the slowest rank. Reported per point: seconds, algbw = bytes / time and busbw (nccl-tests factors).
+One launch measures every (algorithm, size) pair: per point a warm-up call, then enough calls to fill
+``budget_s`` (at least ``min_iters``), each timed on its own; the time is the median call on the slowest rank
+(nccl-tests reports the mean; the median resists a busy machine better). Reported per point: seconds, algbw = bytes / time and busbw (nccl-tests factors).
 The buffers hold zeros, so repeated sums never overflow; the cost of sending and adding does not depend on
 the values. From a terminal::
 
@@ -12,6 +12,7 @@ the values. From a terminal::
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 from dataclasses import asdict, dataclass
 
@@ -54,25 +55,32 @@ class BenchConfig:
             raise ValueError(f"max_iters={self.max_iters} must be >= min_iters={self.min_iters}")
 
 
-def _slowest(seconds: float) -> float:
-    value = torch.tensor([seconds], dtype=torch.float64)
+def _slowest(seconds: list[float]) -> list[float]:
+    """Element-wise maximum over ranks: a collective is as slow as its slowest rank."""
+    value = torch.tensor(seconds, dtype=torch.float64)
     dist.all_reduce(value, op=dist.ReduceOp.MAX)
-    return float(value.item())
+    return value.tolist()
 
 
 def time_all_reduce(algorithm: str, size_bytes: int, config: BenchConfig) -> tuple[float, int]:
-    """(mean seconds per call on the slowest rank, calls timed) for one algorithm and size; call on every rank."""
+    """(median seconds per call on the slowest rank, calls timed) for one algorithm and size; call on every rank.
+
+    Each call is timed on its own; the median, not the mean, so that a call delayed by another program on a
+    busy machine does not move the result.
+    """
     buffer = torch.zeros(size_bytes // 4, dtype=torch.float32)
     dist.barrier()
     start = time.perf_counter()
     all_reduce(buffer, algorithm)  # warm-up, and a first estimate of the time per call
-    estimate = _slowest(time.perf_counter() - start)
+    estimate = _slowest([time.perf_counter() - start])[0]
     iters = int(min(config.max_iters, max(config.min_iters, config.budget_s // max(estimate, 1e-9))))
     dist.barrier()
-    start = time.perf_counter()
+    seconds = []
     for _ in range(iters):
+        start = time.perf_counter()
         all_reduce(buffer, algorithm)
-    return _slowest((time.perf_counter() - start) / iters), iters
+        seconds.append(time.perf_counter() - start)
+    return statistics.median(_slowest(seconds)), iters
 
 
 def bench_worker(ctx: RankContext, config: BenchConfig) -> list[dict] | None:

@@ -185,6 +185,7 @@ def train_worker(ctx: RankContext, config: DPConfig) -> dict:
     result = _train(net, config, rank=ctx.rank, world_size=ctx.world_size, sync=sync)
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}
     return {"rank": ctx.rank, "world_size": ctx.world_size, "mode": config.mode, "backend": ctx.backend,
+            "global_batch": config.global_batch,
             "threads": torch.get_num_threads(), "state": state, "weights_sha256": weights_digest(state),
             "grad_bytes": sum(p.numel() * p.element_size() for p in model.parameters()), **result}
 
@@ -227,6 +228,41 @@ def run_modes(configs: tuple[DPConfig, ...], *, world_size: int = 2, timeout_s: 
     per_rank = launch(train_modes_worker, tuple(configs),
                       config=LaunchConfig(world_size=world_size, timeout_s=timeout_s))
     return [[per_rank[rank][i] for rank in range(world_size)] for i in range(len(configs))]
+
+
+def summarize(per_rank: list[dict], *, skip: int = 2) -> dict:
+    """Median per-step compute, exposed communication and step time (slowest rank), skipping ``skip`` warm-up
+    steps; samples/s of the whole group."""
+    import statistics
+
+    def slowest_median(key: str) -> float:
+        return max(statistics.median(r[key][skip:] or r[key]) for r in per_rank)
+
+    step = slowest_median("step_s")
+    global_batch = per_rank[0]["global_batch"] if "global_batch" in per_rank[0] else None
+    return {"world_size": len(per_rank), "compute_s": slowest_median("compute_s"),
+            "comm_s": slowest_median("comm_s"), "step_s": step,
+            "samples_per_s": global_batch / step if global_batch else float("nan")}
+
+
+def scaling_study(world_sizes: tuple[int, ...] = (1, 2, 4), *, per_rank_batch: int = 32, hidden: int = 256,
+                  mode: str = "naive", steps: int = 12, timeout_s: float = 180.0, on_progress=None) -> list[dict]:
+    """Weak scaling: ``per_rank_batch`` samples per rank, one launch per world size.
+
+    Efficiency = samples/s at p ranks / (p x samples/s at 1 rank): 1.0 is perfect. ``on_progress(i, n)`` is
+    called after each world size.
+    """
+    rows = []
+    for i, world_size in enumerate(world_sizes):
+        config = DPConfig(mode=mode, steps=steps, global_batch=per_rank_batch * world_size, hidden=hidden)
+        rows.append(summarize(run(config, world_size=world_size, timeout_s=timeout_s)))
+        if on_progress is not None:
+            on_progress(i + 1, len(world_sizes))
+    base = rows[0]["samples_per_s"] / rows[0]["world_size"]
+    for row in rows:
+        row["efficiency"] = row["samples_per_s"] / (row["world_size"] * base)
+        row["label"] = f"{row['world_size']} rank{'s' if row['world_size'] > 1 else ''}"
+    return rows
 
 
 def _main() -> None:

@@ -133,7 +133,7 @@ def _fit(model, data, config, loss_fn, on_epoch) -> nn.Module:
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
-            total += float(loss) * len(idx)
+            total += float(loss.detach()) * len(idx)
         if on_epoch is not None:
             on_epoch(epoch, total / n)
     return model.eval()
@@ -235,6 +235,24 @@ def latency(model: nn.Module, x: torch.Tensor, **kwargs) -> float:
     return latencies({"model": model}, x, **kwargs)["model"]
 
 
+def scorecard(models: Mapping[str, nn.Module], data: Digits, *, families: Mapping[str, str] | None = None,
+              sizes: Mapping[str, float] | None = None, batch: int = 256, repeats: int = 9,
+              threads: int | None = 1) -> list[dict]:
+    """Accuracy (test set), size (bytes) and latency (s per batch of ``batch`` test images) of each model.
+
+    Latencies are measured together (:func:`latencies`). ``sizes`` overrides the serialized size, e.g. with
+    the packed size of a scheme whose numerics are only simulated; ``families`` groups points in plots.
+    """
+    require_positive("batch", batch, integer=True)
+    reps = -(-batch // len(data.x_test))
+    x = data.x_test.repeat(reps, 1)[:batch]
+    times = latencies(models, x, repeats=repeats, threads=threads)
+    sizes, families = sizes or {}, families or {}
+    return [{"name": name, "family": families.get(name, name), "accuracy": accuracy(m, data.x_test, data.y_test),
+             "size_bytes": float(sizes.get(name, size_bytes(m))), "latency_s": times[name]}
+            for name, m in models.items()]
+
+
 def linear_flops(model: nn.Module, batch: int, *, count_zeros: bool = True) -> int:
     """FLOP of the Linear layers for ``batch`` inputs: 2·batch·in·out each (+ batch·out for the bias).
 
@@ -250,5 +268,5 @@ def linear_flops(model: nn.Module, batch: int, *, count_zeros: bool = True) -> i
 
 
 __all__ = ["Digits", "TrainConfig", "load_digits", "make_mlp", "fit", "train_mlp", "trained_mlp",
-           "torch_threads", "default_cache_dir", "cache_key", "accuracy", "size_bytes", "param_bytes", "latencies", "latency",
-           "linear_flops"]
+           "torch_threads", "default_cache_dir", "cache_key", "accuracy", "size_bytes", "param_bytes", "latencies",
+           "latency", "scorecard", "linear_flops"]

@@ -18,7 +18,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from aihw._validate import require_in_range, require_positive
-from aihw.digits import Digits, TrainConfig, fit, make_mlp
+from aihw.digits import Digits, TrainConfig, accuracy, fit, make_mlp
 
 
 def _check_temperature(temperature: float) -> float:
@@ -40,23 +40,32 @@ def kd_loss(student_logits: torch.Tensor, teacher_logits: torch.Tensor, targets:
 class DistillConfig:
     """The student and how it is taught. The control run uses the same fields except the teacher."""
 
-    student_hidden: tuple[int, ...] = (32,)  # hidden widths of the student MLP
+    student_hidden: tuple[int, ...] = (64,)  # hidden widths of the student MLP
     temperature: float = 4.0  # T > 0; 1 = the teacher's ordinary probabilities
     alpha: float = 0.9  # weight of the soft (teacher) term, 0..1
     epochs: int = 30
     batch_size: int = 64
     lr: float = 3e-3
     seed: int = 0  # same initialisation for the distilled student and the control
+    train_fraction: float = 1.0  # share of the training images the student sees (the teacher saw them all)
 
     def __post_init__(self) -> None:
         _check_temperature(self.temperature)
         require_in_range("alpha", self.alpha, 0, 1)
+        require_in_range("train_fraction", self.train_fraction, 0, 1, low_inclusive=False)
         # the remaining fields are checked by TrainConfig
         self.train_config()
 
     def train_config(self) -> TrainConfig:
         return TrainConfig(hidden=self.student_hidden, epochs=self.epochs, batch_size=self.batch_size, lr=self.lr,
                            weight_decay=0.0, seed=self.seed)
+
+
+def transfer_set(data: Digits, fraction: float) -> Digits:
+    """The first ``fraction`` of the training images (the split is already shuffled); the test set unchanged."""
+    require_in_range("fraction", fraction, 0, 1, low_inclusive=False)
+    n = max(1, round(fraction * len(data.y_train)))
+    return Digits(data.x_train[:n], data.y_train[:n], data.x_test, data.y_test)
 
 
 def _fresh_student(config: DistillConfig) -> nn.Sequential:
@@ -74,12 +83,12 @@ def distill(teacher: nn.Module, data: Digits, config: DistillConfig = DistillCon
             teacher_logits = teacher(x)
         return kd_loss(logits, teacher_logits, y, temperature=config.temperature, alpha=config.alpha)
 
-    return fit(_fresh_student(config), data, config.train_config(), loss_fn=loss)
+    return fit(_fresh_student(config), transfer_set(data, config.train_fraction), config.train_config(), loss_fn=loss)
 
 
 def train_student_alone(data: Digits, config: DistillConfig = DistillConfig()) -> nn.Sequential:
     """The control: the same student, initialisation and schedule, trained on the labels only."""
-    return fit(_fresh_student(config), data, config.train_config())
+    return fit(_fresh_student(config), transfer_set(data, config.train_fraction), config.train_config())
 
 
 def distill_and_control(teacher: nn.Module, data: Digits,
@@ -88,4 +97,17 @@ def distill_and_control(teacher: nn.Module, data: Digits,
     return distill(teacher, data, config), train_student_alone(data, config)
 
 
-__all__ = ["kd_loss", "DistillConfig", "distill", "train_student_alone", "distill_and_control"]
+def temperature_sweep(teacher: nn.Module, data: Digits, temperatures: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0),
+                      config: DistillConfig = DistillConfig()) -> list[dict]:
+    """Test accuracy of the distilled student at each temperature (rows: temperature, accuracy)."""
+    from dataclasses import replace
+
+    rows = []
+    for t in temperatures:
+        student = distill(teacher, data, replace(config, temperature=t))
+        rows.append({"temperature": t, "accuracy": accuracy(student, data.x_test, data.y_test)})
+    return rows
+
+
+__all__ = ["kd_loss", "DistillConfig", "distill", "train_student_alone", "distill_and_control", "transfer_set",
+           "temperature_sweep"]

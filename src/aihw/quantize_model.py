@@ -22,8 +22,16 @@ import torch
 from torch import nn
 
 from aihw._validate import require_choice
-from aihw.quantize import PerTensor, QuantScheme, choose_qparams, dequantize, fake_quantize, quantize, \
-    quantized_size_bytes, sqnr_db
+from aihw.quantize import (
+    PerTensor,
+    QuantScheme,
+    choose_qparams,
+    dequantize,
+    fake_quantize,
+    quantize,
+    quantized_size_bytes,
+    sqnr_db,
+)
 
 BACKENDS = ("auto", "torch.ao", "torchao")
 
@@ -139,6 +147,40 @@ def storage_bytes(model: nn.Module, scheme: QuantScheme | None = None) -> float:
     return total
 
 
+def scheme_accuracies(model: nn.Module, data, schemes: Iterable[QuantScheme]) -> list[dict]:
+    """Test accuracy and packed weight bytes of ``model`` with its weights in each scheme (simulated numerics).
+
+    ``data`` is an :class:`aihw.digits.Digits`.
+    """
+    from aihw.digits import accuracy
+
+    return [{"scheme": s.label(), "bits": s.bits, "accuracy": accuracy(quantize_weights(model, s), data.x_test,
+                                                                       data.y_test),
+             "size_bytes": storage_bytes(model, s)} for s in schemes]
+
+
+def int8_speed_sweep(*, widths: Iterable[int] = (256, 1024), batches: Iterable[int] = (1, 16, 256),
+                     repeats: int = 7, threads: int | None = 1) -> list[dict]:
+    """Measured seconds per forward pass of a 64→w→w→10 MLP in fp32 and in dynamic INT8, per width and batch.
+
+    The weights are random (latency depends on shapes, not values), so no training is needed.
+    """
+    from aihw.digits import IN_FEATURES, latencies, make_mlp
+
+    rows = []
+    for width in widths:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            fp32 = make_mlp((width, width)).eval()
+        int8, backend = dynamic_int8(fp32)
+        for batch in batches:
+            x = torch.randn(batch, IN_FEATURES, generator=torch.Generator().manual_seed(batch))
+            t = latencies({"fp32": fp32, "int8": int8}, x, repeats=repeats, threads=threads)
+            rows.append({"width": width, "batch": batch, "fp32_s": t["fp32"], "int8_s": t["int8"],
+                         "speedup": t["fp32"] / t["int8"], "backend": backend})
+    return rows
+
+
 def _torchao_available() -> bool:
     try:
         import torchao  # noqa: F401
@@ -232,4 +274,4 @@ def fp8_model(model: nn.Module, *, device: torch.device | str = "cpu") -> tuple[
 
 
 __all__ = ["FakeQuantLinear", "quantize_weights", "calibrate", "post_training_quantize", "layer_errors",
-           "storage_bytes", "dynamic_int8", "fp8_matmul_support", "Fp8Linear", "fp8_model", "BACKENDS"]
+           "storage_bytes", "scheme_accuracies", "int8_speed_sweep", "dynamic_int8", "fp8_matmul_support", "Fp8Linear", "fp8_model", "BACKENDS"]

@@ -88,3 +88,21 @@ def plot_bubble_vs_m(p_values: Sequence[int], m_max: int, *, measured: dict | No
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def plot_layout_times(layouts: Sequence, *, top: int = 6, ax=None):
+    """Stacked step-time terms (compute, bubble, TP/PP/DP communication) of the ``top`` planner layouts."""
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(8, 0.5 + 0.45 * min(top, len(layouts))))
+    shown = list(layouts)[:top]
+    terms = ("compute", "bubble", "tp_comm", "pp_comm", "dp_comm")
+    left = np.zeros(len(shown))
+    for i, term in enumerate(terms):
+        values = np.array([x.times[term] for x in shown])
+        ax.barh(range(len(shown)), values, left=left, color=f"C{i}", label=term.replace("_", " "))
+        left += values
+    ax.set_yticks(range(len(shown)), [x.label for x in shown], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("estimated step time (s)")
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    return fig

@@ -28,7 +28,7 @@ def show_figure(out: W.Output, fig) -> None:
     plt.close(fig)
 
 
-def figure_png(fig, *, dpi: int = 80) -> bytes:
+def figure_png(fig, *, dpi: int = 110) -> bytes:
     """Render ``fig`` to PNG bytes (for a ``W.Image``) and close it: cheaper than displaying in an Output."""
     import io
 

@@ -62,7 +62,7 @@ def roofline_explorer(chips: Sequence[str] = DEFAULT_CHIPS, dtype: str = "bf16",
     dtype_box = W.Dropdown(options=[p for p in BYTES_PER_ELEMENT if p != "int4"], value=dtype, description="dtype")
     dims = [W.IntText(value=v, description=d, layout=W.Layout(width="160px")) for d, v in zip("MNK", shape,
                                                                                              strict=True)]
-    err, table, image = error_box(), W.HTML(), W.Image(format="png")
+    err, table, image = error_box(), W.HTML(), W.Image(format="png", layout=W.Layout(max_width="760px"))
     canvas = RooflinePlot()
 
     def update(_=None) -> None:
@@ -103,7 +103,7 @@ def systolic_stepper(size: int = 3, m: int = 4, k: int = 3, n: int = 3, seed: in
     cycle = W.IntSlider(value=0, min=0, max=total - 1, description="cycle", continuous_update=False)
     play = W.Play(value=0, min=0, max=total - 1, interval=700, description="play")
     W.jslink((play, "value"), (cycle, "value"))
-    err, counters, image = error_box(), W.HTML(), W.Image(format="png")
+    err, counters, image = error_box(), W.HTML(), W.Image(format="png", layout=W.Layout(max_width="560px"))
 
     def redraw(_=None) -> None:
         try:

@@ -1,0 +1,88 @@
+"""The lab's widgets: plain functions give the numbers, builders construct, bad input shows inline."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest  # noqa: E402
+
+from aihw import collective_cost as cc  # noqa: E402
+from aihw.plots import collectives as plots  # noqa: E402
+from aihw.widgets import dp_lab  # noqa: E402
+
+
+def _fake_rows(world_size: int = 2) -> list[dict]:
+    """Rows shaped like the benchmark's, from the model itself (no processes started)."""
+    link = cc.LinkModel(50e-6, 2e9)
+    rows = []
+    for algorithm in ("ring", "builtin", "naive"):
+        model = "ring" if algorithm == "builtin" else algorithm
+        for size in (4096, 65536, 2**20, 2**22):
+            t = cc.all_reduce_time(size, world_size, link=link, algorithm=model)
+            algbw = size / t
+            rows.append({"algorithm": algorithm, "world_size": world_size, "size_bytes": size, "time_s": t,
+                         "iters": 3, "algbw": algbw, "busbw": cc.bus_bandwidth(algbw, world_size)})
+    return rows
+
+
+def test_measurement_summary_fits_each_algorithm():
+    fits, table = dp_lab.measurement_summary(_fake_rows())
+    assert set(fits) == {"ring", "builtin", "naive"}
+    assert fits["ring"].alpha_s == pytest.approx(50e-6) and fits["naive"].bandwidth_bytes_per_s == pytest.approx(2e9)
+    assert "<table>" in table and "R²" in table
+    assert plots.plot_time_vs_size(_fake_rows(), fits=fits).axes
+    assert plots.plot_bus_bandwidth(_fake_rows()).axes
+
+
+def test_cluster_report_matches_the_model():
+    estimates, table = dp_lab.cluster_report(7e9, bytes_per_value=2, nodes=2, tpu_chips=16)
+    direct = cc.cluster_estimates(14e9, nodes=2, tpu_chips=16)
+    assert [e.time_s for e in estimates] == [e.time_s for e in direct]
+    assert "14.00 GB per replica" in table
+    with pytest.raises(ValueError, match="params must be a positive"):
+        dp_lab.cluster_report(0)
+    assert plots.plot_cluster_estimates(estimates).axes
+
+
+def test_cluster_panel_updates_live_and_shows_bad_input_inline():
+    panel = dp_lab.cluster_panel()
+    top, err, table, _ = panel.children
+    left, right = top.children
+    size = left.children[0]
+    nodes = right.children[1]
+    first = table.value
+    nodes.value = 16
+    assert table.value != first and "16 nodes" in table.value
+    network = left.children[3]
+    network.value = "100 Gigabit Ethernet"
+    assert "100 Gigabit Ethernet" in table.value and err.value == ""
+    size.value = 1e8
+    assert "0.20 GB per replica" in table.value
+
+
+def test_run_panels_build_without_running():
+    collectives = dp_lab.collectives_panel()
+    training = dp_lab.training_panel()
+    assert any(getattr(c, "description", "") == "Run measurement" for c in collectives.children)
+    assert any(getattr(c, "description", "") == "Train" for c in training.children)
+
+
+def test_training_panel_reports_bad_batch_split_inline():
+    panel = dp_lab.training_panel(world_size=4)
+    button = panel.children[2]
+    err = panel.children[5]
+    panel.children[0].children[1].value = 0  # steps = 0
+    button.click()
+    assert "steps must be a positive integer" in err.value and "Traceback" not in err.value
+
+
+def test_step_breakdown_and_loss_plots():
+    rows = [{"label": "1 rank", "compute_s": 0.01, "comm_s": 0.0, "efficiency": 1.0},
+            {"label": "2 ranks", "compute_s": 0.01, "comm_s": 0.004, "efficiency": 0.7}]
+    assert plots.plot_step_breakdown(rows).axes
+    per_rank = [{"rank": r, "losses": [2.3, 2.0, 1.5], "mode": "naive"} for r in range(2)]
+    assert plots.plot_loss_curves(per_rank, reference={"losses": [2.3, 2.0, 1.5]}).axes
+    mem = [{"method": "zero1", "rank": 0, "component": "optimizer", "measured_bytes": 10, "predicted_bytes": 10}]
+    assert plots.plot_memory_comparison(mem).axes
