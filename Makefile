@@ -34,7 +34,7 @@ test-unit: setup browser-deps
 	$(BIN)/python -m pytest tests -q
 
 test-labs: setup
-	$(BIN)/python -m pytest --nbval-lax labs -q -p no:cacheprovider
+	$(BIN)/python -m pytest --nbval-lax --nbval-cell-timeout=300 labs -q -p no:cacheprovider
 
 lint: setup
 	$(BIN)/ruff check src tests bench

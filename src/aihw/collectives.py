@@ -238,13 +238,13 @@ def compare_with_builtin(ctx, numels: tuple[int, ...] = (1, 2, 3, 7, 64, 1001),
         for dtype in (torch.int64, torch.float32):
             gen = torch.Generator().manual_seed(seed * 7919 + numel * 31 + ctx.rank)
             data = torch.randn(numel, generator=gen) * 100
-            data = data.round().to(dtype) if dtype == torch.int64 else data
+            data = (data.round().to(dtype) if dtype == torch.int64 else data).to(ctx.device)
             expected = data.clone()
             dist.all_reduce(expected)
             for name in algorithms:
                 got = all_reduce(data.clone(), name)
                 digest = torch.tensor([float(got.double().sum()), float((got.double() ** 2).sum())],
-                                      dtype=torch.float64)
+                                      dtype=torch.float64, device=ctx.device)
                 gathered = [torch.empty_like(digest) for _ in range(ctx.world_size)]
                 dist.all_gather(gathered, digest)
                 rows.append({"algorithm": name, "numel": numel, "dtype": str(dtype).removeprefix("torch."),

@@ -24,6 +24,7 @@ from aihw.collective_cost import LinkModel, algorithm_bandwidth, bus_bandwidth, 
 from aihw.collectives import ALGORITHM_NAMES, all_reduce
 from aihw.launch import LaunchConfig, RankContext, launch, run_under_torchrun
 
+CPU = torch.device("cpu")
 DEFAULT_SIZES = tuple(2**k for k in range(10, 27, 2))  # 1 KiB, 4 KiB, ..., 64 MiB (bytes)
 
 
@@ -55,32 +56,36 @@ class BenchConfig:
             raise ValueError(f"max_iters={self.max_iters} must be >= min_iters={self.min_iters}")
 
 
-def _slowest(seconds: list[float]) -> list[float]:
+def _slowest(seconds: list[float], device: torch.device) -> list[float]:
     """Element-wise maximum over ranks: a collective is as slow as its slowest rank."""
-    value = torch.tensor(seconds, dtype=torch.float64)
+    value = torch.tensor(seconds, dtype=torch.float64, device=device)
     dist.all_reduce(value, op=dist.ReduceOp.MAX)
     return value.tolist()
 
 
-def time_all_reduce(algorithm: str, size_bytes: int, config: BenchConfig) -> tuple[float, int]:
+def _call(algorithm: str, buffer: torch.Tensor) -> float:
+    """Seconds for one all-reduce; on a GPU, waits for the kernels to finish before stopping the clock."""
+    start = time.perf_counter()
+    all_reduce(buffer, algorithm)
+    if buffer.is_cuda:
+        torch.cuda.synchronize(buffer.device)
+    return time.perf_counter() - start
+
+
+def time_all_reduce(algorithm: str, size_bytes: int, config: BenchConfig,
+                    device: torch.device = CPU) -> tuple[float, int]:
     """(median seconds per call on the slowest rank, calls timed) for one algorithm and size; call on every rank.
 
     Each call is timed on its own; the median, not the mean, so that a call delayed by another program on a
     busy machine does not move the result.
     """
-    buffer = torch.zeros(size_bytes // 4, dtype=torch.float32)
+    buffer = torch.zeros(size_bytes // 4, dtype=torch.float32, device=device)
     dist.barrier()
-    start = time.perf_counter()
-    all_reduce(buffer, algorithm)  # warm-up, and a first estimate of the time per call
-    estimate = _slowest([time.perf_counter() - start])[0]
+    estimate = _slowest([_call(algorithm, buffer)], device)[0]  # warm-up, and a first estimate per call
     iters = int(min(config.max_iters, max(config.min_iters, config.budget_s // max(estimate, 1e-9))))
     dist.barrier()
-    seconds = []
-    for _ in range(iters):
-        start = time.perf_counter()
-        all_reduce(buffer, algorithm)
-        seconds.append(time.perf_counter() - start)
-    return statistics.median(_slowest(seconds)), iters
+    seconds = [_call(algorithm, buffer) for _ in range(iters)]
+    return statistics.median(_slowest(seconds, device)), iters
 
 
 def bench_worker(ctx: RankContext, config: BenchConfig) -> list[dict] | None:
@@ -88,7 +93,7 @@ def bench_worker(ctx: RankContext, config: BenchConfig) -> list[dict] | None:
     rows = []
     for size in config.sizes_bytes:
         for algorithm in config.algorithms:
-            seconds, iters = time_all_reduce(algorithm, size, config)
+            seconds, iters = time_all_reduce(algorithm, size, config, ctx.device)
             algbw = algorithm_bandwidth(size, seconds)
             rows.append({"algorithm": algorithm, "world_size": ctx.world_size, "size_bytes": size,
                          "time_s": seconds, "iters": iters, "algbw": algbw,

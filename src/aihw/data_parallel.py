@@ -31,6 +31,7 @@ from aihw._validate import require_choice, require_positive
 from aihw.launch import LaunchConfig, RankContext, launch, run_under_torchrun
 
 MODES = ("naive", "bucketed", "ddp")
+CPU = torch.device("cpu")
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
@@ -146,12 +147,13 @@ class BucketedGradSync:
         self.pending, self.ready = [], [0] * len(self.buckets)
 
 
-def _train(model: nn.Module, config: DPConfig, *, rank: int, world_size: int, sync) -> dict:
+def _train(model: nn.Module, config: DPConfig, *, rank: int, world_size: int, sync,
+           device: torch.device = CPU) -> dict:
     """The loop every mode shares; ``sync()`` runs between backward and the optimizer step."""
     optimizer = torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum)
     losses, compute_s, comm_s, step_s = [], [], [], []
     for step in range(config.steps):
-        x, y = digits_batch(step, config, rank=rank, world_size=world_size)
+        x, y = (t.to(device) for t in digits_batch(step, config, rank=rank, world_size=world_size))
         start = time.perf_counter()
         optimizer.zero_grad(set_to_none=False)
         loss = F.cross_entropy(model(x), y)
@@ -174,16 +176,17 @@ def train_worker(ctx: RankContext, config: DPConfig) -> dict:
     ``comm_s`` is the communication left exposed after backward (in ``bucketed`` mode, what did not overlap;
     in ``ddp`` mode DDP's own wait happens inside backward, so it shows up in ``compute_s``).
     """
-    model = make_model(config)
+    model = make_model(config).to(ctx.device)
     net: nn.Module = model
     sync = functools.partial(all_reduce_gradients, model)
     if config.mode == "bucketed":
         sync = BucketedGradSync(model, config.bucket_bytes).finish
     elif config.mode == "ddp":
-        net = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=config.bucket_bytes / 2**20)
+        ids = [ctx.device] if ctx.device.type == "cuda" else None
+        net = nn.parallel.DistributedDataParallel(model, device_ids=ids, bucket_cap_mb=config.bucket_bytes / 2**20)
         sync = lambda: None  # noqa: E731  (DDP averages inside backward)
-    result = _train(net, config, rank=ctx.rank, world_size=ctx.world_size, sync=sync)
-    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    result = _train(net, config, rank=ctx.rank, world_size=ctx.world_size, sync=sync, device=ctx.device)
+    state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
     return {"rank": ctx.rank, "world_size": ctx.world_size, "mode": config.mode, "backend": ctx.backend,
             "global_batch": config.global_batch,
             "threads": torch.get_num_threads(), "state": state, "weights_sha256": weights_digest(state),
