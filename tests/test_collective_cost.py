@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
@@ -137,3 +138,14 @@ def test_analytic_modules_do_not_load_torch():
     code = ("import sys, aihw.collective_cost as c, aihw.networks; c.cluster_estimates(1e9); "
             "sys.exit(1 if {'torch', 'matplotlib', 'ipywidgets'} & set(sys.modules) else 0)")
     assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0
+
+
+def test_cli_prints_predictions_and_names_bad_input(capsys):
+    from aihw.cli import main
+
+    assert main(["collectives", "--params", "7e9", "--nodes", "4", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["n_bytes"] == 14e9 and out["all_reduce_s"]["ring"] == pytest.approx(
+        cc.all_reduce_time(14e9, 8, link=cc.link_from_chip("H100 SXM")))
+    assert main(["collectives", "--bytes", "-1"]) == 2
+    assert "message size" in capsys.readouterr().err

@@ -27,11 +27,12 @@ def test_chunk_bounds_cover_uneven_sizes():
 
 @pytest.mark.parametrize("world_size", [2, 3])
 def test_every_algorithm_equals_builtin_all_reduce(world_size):
-    per_rank = launch(compare_with_builtin, (1, 2, 3, 5, 64, 1001),
-                      config=LaunchConfig(world_size=world_size, timeout_s=120))
+    numels = (1, 2, 3, 5, 64, 1001, 786_439)  # the last one makes the ring send each chunk in several pieces
+    assert 786_439 * 4 // world_size > 4 * collectives.MIN_PIECE_BYTES
+    per_rank = launch(compare_with_builtin, numels, config=LaunchConfig(world_size=world_size, timeout_s=120))
     rows = [row for rank_rows in per_rank for row in rank_rows]
     assert {r["algorithm"] for r in rows} == set(ALGORITHMS)
-    assert len(rows) == world_size * 6 * 2 * len(ALGORITHMS)
+    assert len(rows) == world_size * len(numels) * 2 * len(ALGORITHMS)
     for r in rows:
         assert r["same_on_all_ranks"], r  # every rank ends with the same values
         if r["dtype"] == "int64":

@@ -91,3 +91,12 @@ def test_bad_input():
     with pytest.raises(ValueError, match="threads"):
         with digits.torch_threads(0):
             pass
+
+
+def test_unreadable_cache_file_is_replaced(data, tmp_path):
+    model, _ = digits.trained_mlp(SMALL, data=data, cache_dir=tmp_path)
+    path = next(tmp_path.glob("digits-mlp-*.pt"))
+    path.write_bytes(b"not a checkpoint")
+    again, _ = digits.trained_mlp(SMALL, data=data, cache_dir=tmp_path)
+    assert all(torch.equal(p, q) for p, q in zip(model.parameters(), again.parameters(), strict=True))
+    assert path.stat().st_size > 1000

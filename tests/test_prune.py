@@ -94,9 +94,13 @@ def test_unstructured_zeros_do_not_speed_up_a_dense_kernel_but_removing_neurons_
     model = _mlp((512, 512))
     sparse = prune.make_permanent(prune.magnitude_prune(model, 0.9))
     slim = prune.prune_neurons(model, 0.75)
-    t = digits.latencies({"dense": model, "sparse": sparse, "slim": slim}, torch.randn(128, 64), repeats=9)
-    assert 0.6 < t["sparse"] / t["dense"] < 1.6  # same kernel, same work: zeros are multiplied too
-    assert t["slim"] < t["dense"] / 2  # ~13x fewer FLOP
+    for _ in range(3):  # timing on a shared machine: up to three tries, each the median of interleaved repeats
+        t = digits.latencies({"dense": model, "sparse": sparse, "slim": slim}, torch.randn(128, 64), repeats=9)
+        same = 0.6 < t["sparse"] / t["dense"] < 1.6  # same kernel, same work: zeros are multiplied too
+        faster = t["slim"] < t["dense"] / 2  # ~13x fewer FLOP
+        if same and faster:
+            break
+    assert same and faster, t
 
 
 @pytest.mark.parametrize("call, match", [

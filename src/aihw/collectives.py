@@ -24,6 +24,8 @@ import torch.distributed as dist
 
 from aihw._validate import require_choice
 
+MIN_PIECE_BYTES = 256 * 1024  # the ring pipelines a chunk in pieces no smaller than this
+
 
 def _exchange(send: torch.Tensor, dst: int, recv: torch.Tensor, src: int) -> None:
     """Send ``send`` to ``dst`` while receiving ``recv`` from ``src`` (both non-blocking, then wait).
@@ -85,9 +87,10 @@ def _ring_phase(flat: torch.Tensor, send_chunk: Callable[[int], int], *, reduce:
     largest = max(end - start for start, end in bounds)
     buffers = [torch.empty(largest, dtype=flat.dtype, device=flat.device) for _ in range(2)] if reduce else []
 
-    def pieces(chunk: int) -> list[tuple[int, int]]:
+    def pieces(chunk: int) -> list[tuple[int, int]]:  # small chunks go whole: each piece costs one latency
         start, end = bounds[chunk]
-        return [(start + a, start + b) for a, b in chunk_bounds(end - start, segments) if b > a]
+        count = max(1, min(segments, (end - start) * flat.element_size() // MIN_PIECE_BYTES))
+        return [(start + a, start + b) for a, b in chunk_bounds(end - start, count) if b > a]
 
     def post_receives(step: int) -> list:  # into the spare buffer: the other one is still being added
         start = bounds[send_chunk(step + 1)][0]

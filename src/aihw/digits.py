@@ -12,6 +12,7 @@ import hashlib
 import io
 import json
 import os
+import pickle
 import statistics
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -168,8 +169,11 @@ def trained_mlp(config: TrainConfig = TrainConfig(), *, data: Digits | None = No
     path = folder / f"digits-mlp-{cache_key(config, test_fraction=test_fraction, split_seed=split_seed)}.pt"
     model = make_mlp(config.hidden)
     if path.exists():
-        model.load_state_dict(torch.load(path, weights_only=True))
-        return model.eval(), data
+        try:
+            model.load_state_dict(torch.load(path, weights_only=True))
+            return model.eval(), data
+        except (RuntimeError, EOFError, OSError, ValueError, pickle.UnpicklingError):
+            pass  # an unreadable cache file (e.g. truncated): train again and overwrite it
     model = train_mlp(data, config)
     folder.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp{os.getpid()}")

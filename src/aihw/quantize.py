@@ -9,8 +9,9 @@ dataclass, a :class:`QuantScheme` says the target format, and three functions do
 
 Integer formats are affine: ``q = clamp(round(x / scale + zero_point), qmin, qmax)`` and
 ``x_hat = (q - zero_point) * scale`` (Jacob et al. 2018). Symmetric schemes fix ``zero_point = 0``; the
-rounding and the scale rule are those of PyTorch's ``MinMaxObserver`` and ``torch.quantize_per_tensor``, so
-the results agree with PyTorch bit for bit (tests/test_quantize.py). FP8 formats (E4M3, E5M2) scale each block
+scale rule is that of PyTorch's ``MinMaxObserver`` and the rounding that of ``torch.quantize_per_tensor``, so the
+results agree with PyTorch bit for bit (tests/test_quantize.py). PyTorch's asymmetric per-channel kernel rounds
+twice and can differ by one step on exact ties (about one element in 10^6). FP8 formats (E4M3, E5M2) scale each block
 so that its largest magnitude lands on the format's largest finite value, then round with PyTorch's float8 dtypes.
 Nothing here touches a model; :mod:`aihw.quantize_model` swaps modules.
 """

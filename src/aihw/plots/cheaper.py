@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import FuncFormatter, NullFormatter
 
 FAMILY_MARKERS = {"fp32": "*", "quantized": "o", "int8 dynamic": "D", "pruned": "s", "distilled": "^",
                   "student alone": "v", "distilled + int8": "P"}
@@ -160,6 +161,8 @@ def plot_tradeoff(points: Sequence[Mapping], axes=None):
                 ax.annotate(p["name"], (p[key] / scale, 100 * p["accuracy"]), xytext=(4, 3),
                             textcoords="offset points", fontsize=7)
         ax.set(xscale="log", xlabel=label, ylabel="test accuracy (%)")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.grid(True, alpha=0.3)
     axes[0].set_title("Accuracy against size")
     axes[1].set_title("Accuracy against latency")

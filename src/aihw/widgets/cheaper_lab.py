@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt
 from torch import nn
 
 from aihw import digits, distill, prune, quantize_model
+from aihw._validate import require_choice
 from aihw.plots.cheaper import (
     plot_accuracy_bars,
     plot_latency_bars,
@@ -31,8 +32,6 @@ GRANULARITIES = ("per-tensor", "per-channel", "per-group")
 
 def make_scheme(dtype: str, granularity: str, *, group_size: int = 32, symmetric: bool = True) -> QuantScheme:
     """A :class:`QuantScheme` from the widget's plain choices (ValueError on bad ones)."""
-    from aihw._validate import require_choice
-
     require_choice("granularity", granularity, GRANULARITIES)
     gran = {"per-tensor": PerTensor, "per-channel": lambda: PerChannel(0),
             "per-group": lambda: PerGroup(group_size)}[granularity]()

@@ -1,0 +1,53 @@
+"""``aihw collectives``: alpha-beta predictions of all-reduce time on a chip's link and on whole clusters."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+
+from aihw import collective_cost as cc
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "collectives", help="predicted all-reduce time (alpha-beta model) on catalogue links and clusters",
+        description="Examples: aihw collectives --bytes 1e9 --ranks 8 --chip h100; "
+                    "aihw collectives --params 7e9 --nodes 4 --network ndr")
+    size = parser.add_mutually_exclusive_group(required=True)
+    size.add_argument("--bytes", type=float, help="message size per rank, bytes")
+    size.add_argument("--params", type=float, help="parameter count; message = params x --bytes-per-value")
+    parser.add_argument("--bytes-per-value", type=float, default=2.0, help="gradient bytes per parameter (bf16: 2)")
+    parser.add_argument("--ranks", type=int, default=8, help="ranks on the chip's link (one node)")
+    parser.add_argument("--chip", default="H100 SXM", help="GPU or TPU from the catalogue (`aihw hardware list`)")
+    parser.add_argument("--alpha-us", type=float, default=cc.DEFAULT_CHIP_ALPHA_S * 1e6,
+                        help="assumed per-message latency on the chip's link, microseconds")
+    parser.add_argument("--network", default="InfiniBand NDR", help="inter-node network (networks.toml)")
+    parser.add_argument("--gpus-per-node", type=int, default=8)
+    parser.add_argument("--nodes", type=int, default=2)
+    parser.add_argument("--tpu", default="TPU v5p")
+    parser.add_argument("--tpu-chips", type=int, default=16)
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    n_bytes = args.bytes if args.bytes is not None else args.params * args.bytes_per_value
+    link = cc.link_from_chip(args.chip, alpha_s=args.alpha_us * 1e-6)
+    per_algorithm = {name: cc.all_reduce_time(n_bytes, args.ranks, link=link, algorithm=name)
+                     for name in cc.ALGORITHMS}
+    clusters = cc.cluster_estimates(n_bytes, chip=args.chip, network=args.network,
+                                    gpus_per_node=args.gpus_per_node, nodes=args.nodes, tpu=args.tpu,
+                                    tpu_chips=args.tpu_chips)
+    if args.json:
+        print(json.dumps({"n_bytes": n_bytes, "link": asdict(link), "all_reduce_s": per_algorithm,
+                          "clusters": [asdict(c) for c in clusters]}, indent=2))
+        return 0
+    print(f"all-reduce of {n_bytes / 1e9:,.3f} GB per rank, {args.ranks} ranks on {link.name} "
+          f"({link.bandwidth_bytes_per_s / 1e9:,.0f} GB/s per direction, alpha {link.alpha_s * 1e6:g} us):")
+    for name, seconds in per_algorithm.items():
+        print(f"  {name:>18}: {seconds * 1e3:,.3f} ms")
+    print("clusters:")
+    for c in clusters:
+        print(f"  {c.label:<40} {c.time_s * 1e3:>10,.3f} ms  ({c.link})")
+    return 0
