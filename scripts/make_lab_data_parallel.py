@@ -49,10 +49,10 @@ assert cc.all_reduce_time(2**22, 4, link=guess, algorithm="ring") < cc.all_reduc
 
 The panel starts worker processes (gloo backend), times each algorithm for message sizes up to the one you pick,
 fits α and B per algorithm, and draws measurement (solid) against model (dashed). The cell also runs one
-measurement directly: 2 ranks, naive, ring and built-in, 1 KiB to 4 MiB."""),
+measurement directly: 2 ranks, naive, ring and built-in, 1 KiB to 16 MiB."""),
     code("""display(dp_lab.collectives_panel(world_size=2, algorithms=("naive", "ring", "builtin"), max_bytes=2**22))
 
-config = collectives_bench.BenchConfig(sizes_bytes=tuple(2**k for k in range(10, 23, 2)),
+config = collectives_bench.BenchConfig(sizes_bytes=tuple(2**k for k in range(10, 25, 2)),
                                        algorithms=("naive", "ring", "builtin"), budget_s=0.1)
 rows = collectives_bench.measure(config, world_size=2)
 fits, table = dp_lab.measurement_summary(rows)
@@ -61,8 +61,9 @@ plt.show()
 for name, link in fits.items():
     r2 = collectives_bench.fit_rows(rows, name)[1]
     print(f"{name:>8}: alpha = {link.alpha_s * 1e6:7.1f} us, B = {link.bandwidth_bytes_per_s / 1e9:6.3f} GB/s, R2 = {r2:.3f}")
+print("no fit (times did not grow with size; was the machine busy?):", set(config.algorithms) - set(fits) or "none")
 assert all(r["time_s"] > 0 and r["busbw"] == r["algbw"] for r in rows)  # 2 ranks: busbw = algbw x 2(2-1)/2
-assert set(fits) == {"naive", "ring", "builtin"} and all(link.bandwidth_bytes_per_s > 0 for link in fits.values())"""),
+assert fits and all(link.bandwidth_bytes_per_s > 0 and link.alpha_s >= 0 for link in fits.values())"""),
     md("""**Compare.** Is the ring faster than the naive scheme for the largest message, by the factor of 2 the model
 predicts for 2 ranks? How does your ring compare with the built-in all-reduce? For small messages, which term
 of the model dominates?

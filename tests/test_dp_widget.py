@@ -27,6 +27,12 @@ def _fake_rows(world_size: int = 2) -> list[dict]:
     return rows
 
 
+def test_measurement_summary_survives_an_unfittable_algorithm():
+    rows = [dict(r, time_s=4.096 / r["size_bytes"]) for r in _fake_rows() if r["algorithm"] == "ring"]  # shrinking
+    fits, table = dp_lab.measurement_summary(rows)
+    assert fits == {} and "nan" in table
+
+
 def test_measurement_summary_fits_each_algorithm():
     fits, table = dp_lab.measurement_summary(_fake_rows())
     assert set(fits) == {"ring", "builtin", "naive"}
@@ -86,3 +92,23 @@ def test_step_breakdown_and_loss_plots():
     assert plots.plot_loss_curves(per_rank, reference={"losses": [2.3, 2.0, 1.5]}).axes
     mem = [{"method": "zero1", "rank": 0, "component": "optimizer", "measured_bytes": 10, "predicted_bytes": 10}]
     assert plots.plot_memory_comparison(mem).axes
+
+
+@pytest.mark.distributed
+def test_training_panel_runs_and_fills_its_progress_bar():
+    panel = dp_lab.training_panel(world_size=1, mode="naive", steps=5)
+    button, bar, status, err = panel.children[2], panel.children[3], panel.children[4], panel.children[5]
+    button.click()
+    assert err.value == "", err.value
+    assert bar.max == 5 and bar.value == 5
+    assert "bit-identical: <b>True</b>" in status.value
+
+
+@pytest.mark.distributed
+def test_collectives_panel_measures_fits_and_fills_its_progress_bar():
+    panel = dp_lab.collectives_panel(world_size=2, algorithms=("ring", "builtin"), max_bytes=2**20)
+    button, bar, status, err, table = (panel.children[i] for i in (1, 2, 3, 4, 5))
+    button.click()
+    assert err.value == "", err.value
+    assert bar.max == 12 and bar.value == 12  # 6 sizes (1 KiB .. 1 MiB) x 2 algorithms
+    assert status.value == "done" and "R²" in table.value

@@ -33,10 +33,10 @@ def _exchange(send: torch.Tensor, dst: int, recv: torch.Tensor, src: int) -> Non
     An empty tensor is neither sent nor received: the peer knows the size too and skips it as well.
     """
     requests = []
+    if recv.numel():  # receive posted first: the incoming bytes can land in place when they arrive
+        requests.append(dist.irecv(recv, src))
     if send.numel():
         requests.append(dist.isend(send, dst))
-    if recv.numel():
-        requests.append(dist.irecv(recv, src))
     for request in requests:
         request.wait()
 
@@ -97,8 +97,8 @@ def _ring_phase(flat: torch.Tensor, send_chunk: Callable[[int], int], *, reduce:
         return [dist.irecv(buffers[step % 2][a - start:b - start] if reduce else flat[a:b], left)
                 for a, b in pieces(send_chunk(step + 1))]
 
+    receives = post_receives(0)  # posted before sending: incoming pieces land in place
     sends = [dist.isend(flat[a:b], right) for a, b in pieces(send_chunk(0))]
-    receives = post_receives(0)
     for step in range(p - 1):
         upcoming = post_receives(step + 1) if step + 2 < p else []
         start = bounds[send_chunk(step + 1)][0]

@@ -37,6 +37,7 @@ class BenchConfig:
     budget_s: float = 0.15  # seconds of timed calls per point (after one warm-up call)
     min_iters: int = 2  # at least this many timed calls per point
     max_iters: int = 200  # at most this many
+    progress_path: str = ""  # if set, rank 0 appends one line per finished point (read by progress bars)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sizes_bytes", tuple(self.sizes_bytes))
@@ -99,6 +100,9 @@ def bench_worker(ctx: RankContext, config: BenchConfig) -> list[dict] | None:
                          "time_s": seconds, "iters": iters, "algbw": algbw,
                          "busbw": bus_bandwidth(algbw, ctx.world_size) if ctx.world_size > 1 else 0.0,
                          "backend": ctx.backend})
+            if ctx.rank == 0 and config.progress_path:
+                with open(config.progress_path, "a", encoding="utf-8") as handle:
+                    handle.write(f"{algorithm} {size}\n")
     return rows if ctx.rank == 0 else None
 
 

@@ -48,6 +48,7 @@ class DPConfig:
     bucket_bytes: int = 64 * 1024  # bucket size of the bucketed mode and of DDP, bytes
     dtype: str = "float32"  # "float32" or "float64" (float64 shrinks rounding differences)
     seed: int = 0  # model initialisation and batch order
+    progress_path: str = ""  # if set, rank 0 appends one line per finished step (read by progress bars)
 
     def __post_init__(self) -> None:
         require_choice("mode", self.mode, MODES)
@@ -164,6 +165,9 @@ def _train(model: nn.Module, config: DPConfig, *, rank: int, world_size: int, sy
         optimizer.step()
         done = time.perf_counter()
         losses.append(float(loss.item()))
+        if rank == 0 and config.progress_path:
+            with open(config.progress_path, "a", encoding="utf-8") as handle:
+                handle.write(f"{step}\n")
         compute_s.append(backward_done - start)
         comm_s.append(synced - backward_done)
         step_s.append(done - start)

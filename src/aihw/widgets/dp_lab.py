@@ -12,7 +12,9 @@ Bad input shows an inline message, never a traceback. Expensive runs wait for th
 
 from __future__ import annotations
 
+import dataclasses
 import html
+import os
 
 import ipywidgets as W
 
@@ -37,7 +39,10 @@ def _table(rows: list[dict], columns: dict[str, str], formats: dict[str, str]) -
 
 
 def measurement_summary(rows: list[dict]) -> tuple[dict[str, cc.LinkModel], str]:
-    """Fit every measured algorithm; return the fits and an HTML table (alpha, B, R², busbw at the largest size)."""
+    """Fit every measured algorithm; return the fits and an HTML table (alpha, B, R², busbw at the largest size).
+
+    An algorithm whose times cannot be fitted (fewer than two sizes, or no growth with size) gets "nan" entries.
+    """
     fits, table = {}, []
     largest = max(r["size_bytes"] for r in rows)
     for name in dict.fromkeys(r["algorithm"] for r in rows):
@@ -48,7 +53,11 @@ def measurement_summary(rows: list[dict]) -> tuple[dict[str, cc.LinkModel], str]
         if len(sizes) >= 2 and top["world_size"] > 1:
             from aihw.collectives_bench import fit_rows
 
-            link, r2 = fit_rows(rows, name)
+            try:
+                link, r2 = fit_rows(rows, name)
+            except ValueError:  # e.g. only latency-bound sizes: time does not grow with size
+                table.append(entry)
+                continue
             fits[name] = link
             entry.update(alpha_us=link.alpha_s * 1e6, bw=link.bandwidth_bytes_per_s / 1e9, r2=r2)
         table.append(entry)
@@ -62,6 +71,43 @@ def _progress_bar(total: int) -> W.IntProgress:
     return W.IntProgress(value=0, min=0, max=total, description="progress", bar_style="info")
 
 
+class _FileProgress:
+    """While a run blocks the kernel, a thread counts the lines rank 0 appends to a temporary file and moves the
+    bar (widget updates from a thread reach the browser). Use as ``with _FileProgress(bar, total) as path:``."""
+
+    def __init__(self, bar: W.IntProgress, total: int) -> None:
+        self.bar, self.total = bar, total
+        self.bar.max, self.bar.value = total, 0
+
+    def __enter__(self) -> str:
+        import tempfile
+        import threading
+
+        handle, self.path = tempfile.mkstemp(prefix="aihw-progress-", suffix=".txt")
+        os.close(handle)
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+        self.thread.start()
+        return self.path
+
+    def _count(self) -> int:
+        try:
+            with open(self.path, encoding="utf-8") as handle:
+                return sum(1 for _ in handle)
+        except OSError:
+            return 0
+
+    def _watch(self) -> None:
+        while not self.done.wait(0.25):
+            self.bar.value = min(self.total, self._count())
+
+    def __exit__(self, *exc) -> None:
+        self.done.set()
+        self.thread.join()
+        self.bar.value = min(self.total, self._count())
+        os.unlink(self.path)
+
+
 def collectives_panel(world_size: int = 2, algorithms=("ring", "builtin"), max_bytes: int = 2**22) -> W.VBox:
     """Choose ranks, algorithms and the largest message; Run measures and compares with the model."""
     from aihw.collectives_bench import DEFAULT_SIZES, BenchConfig, measure
@@ -71,20 +117,19 @@ def collectives_panel(world_size: int = 2, algorithms=("ring", "builtin"), max_b
     largest = W.Dropdown(options=[(f"{s // 2**20} MiB" if s >= 2**20 else f"{s // 2**10} KiB", s)
                                   for s in DEFAULT_SIZES], value=max_bytes, description="up to")
     button = W.Button(description="Run measurement", button_style="primary", icon="play")
-    bar, status, err, table, out = _progress_bar(3), W.HTML(), error_box(), W.HTML(), W.Output()
+    bar, status, err, table, out = _progress_bar(1), W.HTML(), error_box(), W.HTML(), W.Output()
 
     def run(_=None) -> None:
-        button.disabled, bar.value = True, 0
+        button.disabled = True
         try:
             config = BenchConfig(sizes_bytes=tuple(s for s in DEFAULT_SIZES if s <= largest.value),
                                  algorithms=tuple(algos.value))
-            status.value = f"starting {ranks.value} ranks and measuring ({len(config.sizes_bytes)} sizes)..."
-            bar.value = 1
-            rows = measure(config, world_size=ranks.value)
-            bar.value = 2
+            status.value = f"starting {ranks.value} ranks and measuring {len(config.sizes_bytes)} sizes..."
+            with _FileProgress(bar, len(config.sizes_bytes) * len(config.algorithms)) as path:
+                rows = measure(dataclasses.replace(config, progress_path=path), world_size=ranks.value)
             fits, table.value = measurement_summary(rows)
             show_figure(out, plot_time_vs_size(rows, fits=fits))
-            bar.value, status.value = 3, "done"
+            status.value = "done"
             show_error(err, None)
         except (ValueError, RuntimeError, TimeoutError) as exc:
             show_error(err, exc)
@@ -116,22 +161,21 @@ def training_panel(world_size: int = 2, mode: str = "bucketed", steps: int = 30)
     mode_box = W.ToggleButtons(options=dp.MODES, value=mode, description="mode")
     steps_box = W.IntText(value=steps, description="steps", layout=W.Layout(width="180px"))
     button = W.Button(description="Train", button_style="primary", icon="play")
-    bar, status, err, out = _progress_bar(3), W.HTML(), error_box(), W.Output()
+    bar, status, err, out = _progress_bar(1), W.HTML(), error_box(), W.Output()
 
     def run(_=None) -> None:
-        button.disabled, bar.value = True, 0
+        button.disabled = True
         try:
             config = dp.DPConfig(mode=mode_box.value, steps=steps_box.value, global_batch=96)
             config.local_batch(ranks.value)
             reference = dp.train_single(config)
-            bar.value, status.value = 1, f"single-process reference done; training on {ranks.value} ranks..."
-            per_rank = dp.run(config, world_size=ranks.value)
-            bar.value = 2
+            status.value = f"single-process reference done; training on {ranks.value} ranks..."
+            with _FileProgress(bar, config.steps) as path:
+                per_rank = dp.run(dataclasses.replace(config, progress_path=path), world_size=ranks.value)
             info = training_summary(per_rank, reference)
             status.value = (f"ranks bit-identical: <b>{info['ranks_identical']}</b>; largest difference to the "
                             f"single process: {info['max_abs_diff_vs_single']:.2e}")
             show_figure(out, plot_loss_curves(per_rank, reference=reference))
-            bar.value = 3
             show_error(err, None)
         except (ValueError, RuntimeError, TimeoutError) as exc:
             show_error(err, exc)
