@@ -36,3 +36,25 @@ def figure_png(fig, *, dpi: int = 110) -> bytes:
     fig.savefig(buffer, format="png", dpi=dpi)
     plt.close(fig)
     return buffer.getvalue()
+
+
+def run_button(label: str) -> W.Button:
+    """The primary button that starts an expensive run."""
+    return W.Button(description=label, button_style="primary", icon="play")
+
+
+def guarded_run(button: W.Button, status: W.HTML, err: W.HTML, busy: str, work) -> None:
+    """Run ``work()`` with ``button`` disabled and ``status`` saying ``busy``; ``work`` returns the new status.
+
+    Bad input (ValueError), a failed rank (RuntimeError, e.g. aihw.launch.WorkerError) or a hung one
+    (TimeoutError) is shown inline in ``err``: a widget never raises into the notebook.
+    """
+    button.disabled, status.value = True, busy
+    try:
+        status.value = work() or ""
+        show_error(err, None)
+    except (ValueError, RuntimeError, TimeoutError) as exc:
+        show_error(err, exc)
+        status.value = ""
+    finally:
+        button.disabled = False

@@ -25,7 +25,7 @@ from aihw.plots.cheaper import (
     plot_weight_grid,
 )
 from aihw.quantize import DTYPES, PerChannel, PerGroup, PerTensor, QuantScheme, choose_qparams, grid
-from aihw.widgets._common import error_box, show_error, show_figure
+from aihw.widgets._common import error_box, guarded_run, run_button, show_error, show_figure
 
 GRANULARITIES = ("per-tensor", "per-channel", "per-group")
 
@@ -140,36 +140,23 @@ def _quant_panel(model, data, add_point) -> W.VBox:
     return W.VBox([W.HBox([dtype, sym]), gran, group, err, info, out])
 
 
-def _run_button(label: str) -> W.Button:
-    return W.Button(description=label, button_style="primary", icon="play")
-
-
 def _prune_panel(model, data, add_point) -> W.VBox:
     amount = W.FloatSlider(value=0.8, min=0.0, max=0.95, step=0.05, description="sparsity", readout_format=".2f")
     structure = W.ToggleButtons(options=prune.STRUCTURES, value="unstructured", description="structure")
     epochs = W.IntSlider(value=0, min=0, max=10, description="fine-tune ep.")
-    button, err, info, out = _run_button("Prune and measure"), error_box(), W.HTML(), W.Output()
+    button, err, info, out = run_button("Prune and measure"), error_box(), W.HTML(), W.Output()
 
-    def run(_=None) -> None:
-        button.disabled, info.value = True, "pruning, fine-tuning and timing..."
-        try:
-            fig, s = pruning_report(model, data, sparsity=amount.value, structure=structure.value,
-                                    fine_tune_epochs=epochs.value)
-        except ValueError as exc:
-            show_error(err, exc)
-            info.value = ""
-            return
-        finally:
-            button.disabled = False
-        show_error(err, None)
-        info.value = _line({**s, "speedup": s["dense_latency_s"] / s["latency_s"]},
-                           {"name": ("model", ""), "accuracy": ("accuracy", ".1%"), "zero_fraction": ("zeros", ".0%"),
-                            "speedup": ("speed-up vs dense", ".2f")})
+    def work() -> str:
+        fig, s = pruning_report(model, data, sparsity=amount.value, structure=structure.value,
+                                fine_tune_epochs=epochs.value)
         show_figure(out, fig)
         add_point({"name": s["name"], "family": "pruned", "accuracy": s["accuracy"], "size_bytes": s["size_bytes"],
                    "latency_s": s["latency_s"]})
+        return _line({**s, "speedup": s["dense_latency_s"] / s["latency_s"]},
+                     {"name": ("model", ""), "accuracy": ("accuracy", ".1%"), "zero_fraction": ("zeros", ".0%"),
+                      "speedup": ("speed-up vs dense", ".2f")})
 
-    button.on_click(run)
+    button.on_click(lambda _: guarded_run(button, info, err, "pruning, fine-tuning and timing...", work))
     return W.VBox([amount, structure, epochs, button, err, info, out])
 
 
@@ -178,28 +165,19 @@ def _distill_panel(teacher, data, add_point) -> W.VBox:
     alpha = W.FloatSlider(value=0.9, min=0.0, max=1.0, step=0.1, description="α (soft)")
     width = W.Dropdown(options=[8, 16, 32, 64, 128], value=64, description="student width")
     fraction = W.Dropdown(options=[("10% of the data", 0.1), ("all the data", 1.0)], value=1.0, description="data")
-    button, err, info, out = _run_button("Distil and compare"), error_box(), W.HTML(), W.Output()
+    button, err, info, out = run_button("Distil and compare"), error_box(), W.HTML(), W.Output()
 
-    def run(_=None) -> None:
-        button.disabled, info.value = True, "training the student twice (a few seconds)..."
-        try:
-            epochs = 200 if fraction.value < 0.5 else 30
-            fig, s = distillation_report(teacher, data, temperature=temp.value, alpha=alpha.value,
-                                         student_width=width.value, train_fraction=fraction.value, epochs=epochs)
-        except ValueError as exc:
-            show_error(err, exc)
-            info.value = ""
-            return
-        finally:
-            button.disabled = False
-        show_error(err, None)
-        info.value = _line(s, {"accuracy": ("distilled", ".1%"), "alone_accuracy": ("alone", ".1%"),
-                               "teacher_accuracy": ("teacher", ".1%")})
+    def work() -> str:
+        epochs = 200 if fraction.value < 0.5 else 30
+        fig, s = distillation_report(teacher, data, temperature=temp.value, alpha=alpha.value,
+                                     student_width=width.value, train_fraction=fraction.value, epochs=epochs)
         show_figure(out, fig)
         add_point({"name": f"student {width.value} T={temp.value:g}", "family": "distilled",
                    "accuracy": s["accuracy"], "size_bytes": s["size_bytes"], "latency_s": s["latency_s"]})
+        return _line(s, {"accuracy": ("distilled", ".1%"), "alone_accuracy": ("alone", ".1%"),
+                         "teacher_accuracy": ("teacher", ".1%")})
 
-    button.on_click(run)
+    button.on_click(lambda _: guarded_run(button, info, err, "training the student twice (a few seconds)...", work))
     return W.VBox([temp, alpha, width, fraction, button, err, info, out])
 
 

@@ -24,7 +24,7 @@ from aihw.collectives import ALGORITHM_NAMES
 from aihw.hardware import list_chips
 from aihw.networks import load_networks
 from aihw.plots.collectives import plot_cluster_estimates, plot_loss_curves, plot_time_vs_size
-from aihw.widgets._common import error_box, show_error, show_figure
+from aihw.widgets._common import error_box, guarded_run, run_button, show_error, show_figure
 
 MAX_LAB_WORLD = 4  # more ranks than this on a laptop only measures the operating system's scheduler
 
@@ -116,28 +116,20 @@ def collectives_panel(world_size: int = 2, algorithms=("ring", "builtin"), max_b
     algos = W.SelectMultiple(options=ALGORITHM_NAMES, value=tuple(algorithms), rows=5, description="algorithms")
     largest = W.Dropdown(options=[(f"{s // 2**20} MiB" if s >= 2**20 else f"{s // 2**10} KiB", s)
                                   for s in DEFAULT_SIZES], value=max_bytes, description="up to")
-    button = W.Button(description="Run measurement", button_style="primary", icon="play")
+    button = run_button("Run measurement")
     bar, status, err, table, out = _progress_bar(1), W.HTML(), error_box(), W.HTML(), W.Output()
 
-    def run(_=None) -> None:
-        button.disabled = True
-        try:
-            config = BenchConfig(sizes_bytes=tuple(s for s in DEFAULT_SIZES if s <= largest.value),
-                                 algorithms=tuple(algos.value))
-            status.value = f"starting {ranks.value} ranks and measuring {len(config.sizes_bytes)} sizes..."
-            with _FileProgress(bar, len(config.sizes_bytes) * len(config.algorithms)) as path:
-                rows = measure(dataclasses.replace(config, progress_path=path), world_size=ranks.value)
-            fits, table.value = measurement_summary(rows)
-            show_figure(out, plot_time_vs_size(rows, fits=fits))
-            status.value = "done"
-            show_error(err, None)
-        except (ValueError, RuntimeError, TimeoutError) as exc:
-            show_error(err, exc)
-            status.value = ""
-        finally:
-            button.disabled = False
+    def work() -> str:
+        config = BenchConfig(sizes_bytes=tuple(s for s in DEFAULT_SIZES if s <= largest.value),
+                             algorithms=tuple(algos.value))
+        status.value = f"starting {ranks.value} ranks and measuring {len(config.sizes_bytes)} sizes..."
+        with _FileProgress(bar, len(config.sizes_bytes) * len(config.algorithms)) as path:
+            rows = measure(dataclasses.replace(config, progress_path=path), world_size=ranks.value)
+        fits, table.value = measurement_summary(rows)
+        show_figure(out, plot_time_vs_size(rows, fits=fits))
+        return "done"
 
-    button.on_click(run)
+    button.on_click(lambda _: guarded_run(button, status, err, "starting...", work))
     return W.VBox([W.HBox([W.VBox([ranks, largest]), algos]), button, bar, status, err, table, out])
 
 
@@ -160,30 +152,22 @@ def training_panel(world_size: int = 2, mode: str = "bucketed", steps: int = 30)
     ranks = W.IntSlider(value=world_size, min=1, max=MAX_LAB_WORLD, description="ranks")
     mode_box = W.ToggleButtons(options=dp.MODES, value=mode, description="mode")
     steps_box = W.IntText(value=steps, description="steps", layout=W.Layout(width="180px"))
-    button = W.Button(description="Train", button_style="primary", icon="play")
+    button = run_button("Train")
     bar, status, err, out = _progress_bar(1), W.HTML(), error_box(), W.Output()
 
-    def run(_=None) -> None:
-        button.disabled = True
-        try:
-            config = dp.DPConfig(mode=mode_box.value, steps=steps_box.value, global_batch=96)
-            config.local_batch(ranks.value)
-            reference = dp.train_single(config)
-            status.value = f"single-process reference done; training on {ranks.value} ranks..."
-            with _FileProgress(bar, config.steps) as path:
-                per_rank = dp.run(dataclasses.replace(config, progress_path=path), world_size=ranks.value)
-            info = training_summary(per_rank, reference)
-            status.value = (f"ranks bit-identical: <b>{info['ranks_identical']}</b>; largest difference to the "
-                            f"single process: {info['max_abs_diff_vs_single']:.2e}")
-            show_figure(out, plot_loss_curves(per_rank, reference=reference))
-            show_error(err, None)
-        except (ValueError, RuntimeError, TimeoutError) as exc:
-            show_error(err, exc)
-            status.value = ""
-        finally:
-            button.disabled = False
+    def work() -> str:
+        config = dp.DPConfig(mode=mode_box.value, steps=steps_box.value, global_batch=96)
+        config.local_batch(ranks.value)
+        reference = dp.train_single(config)
+        status.value = f"single-process reference done; training on {ranks.value} ranks..."
+        with _FileProgress(bar, config.steps) as path:
+            per_rank = dp.run(dataclasses.replace(config, progress_path=path), world_size=ranks.value)
+        info = training_summary(per_rank, reference)
+        show_figure(out, plot_loss_curves(per_rank, reference=reference))
+        return (f"ranks bit-identical: <b>{info['ranks_identical']}</b>; largest difference to the "
+                f"single process: {info['max_abs_diff_vs_single']:.2e}")
 
-    button.on_click(run)
+    button.on_click(lambda _: guarded_run(button, status, err, "training the single-process reference...", work))
     return W.VBox([W.HBox([ranks, steps_box]), mode_box, button, bar, status, err, out])
 
 

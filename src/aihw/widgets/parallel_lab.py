@@ -19,7 +19,7 @@ from aihw.model_presets import list_presets
 from aihw.networks import load_networks
 from aihw.pipeline_sim import SCHEDULES, bubble_fraction, simulate
 from aihw.plots.pipeline import plot_measured_and_simulated, plot_simulated
-from aihw.widgets._common import error_box, figure_png, show_error
+from aihw.widgets._common import error_box, figure_png, guarded_run, run_button, show_error
 
 
 def simulate_view(schedule: str = "1f1b", p: int = 4, m: int = 8, v: int = 1):
@@ -97,26 +97,17 @@ def pipeline_panel(p: int = 2, m: int = 4, schedule: str = "1f1b") -> W.VBox:
     p_box = W.BoundedIntText(value=p, min=1, max=6, description="p (ranks)")
     m_box = W.BoundedIntText(value=m, min=1, max=16, description="m")
     sched = W.ToggleButtons(options=("gpipe", "1f1b"), value=schedule, description="schedule")
-    button = W.Button(description="Run", button_style="primary", icon="play")
+    button = run_button("Run")
     status, err, image = W.HTML("Press Run: it starts p processes (a few seconds each)."), error_box(), \
         W.Image(format="png")
 
-    def run(_=None) -> None:
-        button.disabled, status.value = True, "running..."
-        try:
-            fig, result = run_view(p_box.value, m_box.value, sched.value)
-            status.value = _facts_html({"bubble measured": result["bubble_measured"],
-                                        "theory": result["bubble_theory"],
-                                        "simulated with measured times": result["bubble_simulated"]})
-            show_error(err, None)
-            image.value = figure_png(fig)
-        except (ValueError, RuntimeError, TimeoutError) as exc:
-            show_error(err, exc)
-            status.value = ""
-        finally:
-            button.disabled = False
+    def work() -> str:
+        fig, result = run_view(p_box.value, m_box.value, sched.value)
+        image.value = figure_png(fig)
+        return _facts_html({"bubble measured": result["bubble_measured"], "theory": result["bubble_theory"],
+                            "simulated with measured times": result["bubble_simulated"]})
 
-    button.on_click(run)
+    button.on_click(lambda _: guarded_run(button, status, err, "running...", work))
     return W.VBox([W.HBox([p_box, m_box]), sched, button, status, err, image])
 
 

@@ -18,7 +18,7 @@ from aihw.plots.roofline import RooflinePlot, plot_roofline
 from aihw.plots.systolic import plot_trace_step
 from aihw.precision import BYTES_PER_ELEMENT
 from aihw.report import markdown_table
-from aihw.widgets._common import error_box, figure_png, show_error, show_figure
+from aihw.widgets._common import error_box, figure_png, guarded_run, run_button, show_error, show_figure
 
 DEFAULT_CHIPS = ("H100 SXM", "TPU v5e")
 
@@ -143,25 +143,16 @@ def measure_panel(chips: Sequence[str] = DEFAULT_CHIPS, dtype: str = "fp32", con
     """
     from aihw.measure import MeasureConfig, measure_device  # torch: imported only when this panel is built
 
-    button = W.Button(description="Measure my device", button_style="primary", icon="play")
+    button = run_button("Measure my device")
     status, err, out = W.HTML("Press the button: it times matmuls and a memory copy (about 10 s)."), error_box(), \
         W.Output()
 
-    def run(_=None) -> None:
-        button.disabled = True
-        status.value = "measuring..."
-        try:
-            mine = measure_device(config or MeasureConfig(dtypes=(dtype,)))
-            status.value = measurement_report(mine, dtype)
-            show_error(err, None)
-            show_figure(out, plot_roofline(list(chips), dtype, measured=mine))
-        except (ValueError, RuntimeError) as exc:
-            show_error(err, exc)
-            status.value = ""
-        finally:
-            button.disabled = False
+    def work() -> str:
+        mine = measure_device(config or MeasureConfig(dtypes=(dtype,)))
+        show_figure(out, plot_roofline(list(chips), dtype, measured=mine))
+        return measurement_report(mine, dtype)
 
-    button.on_click(run)
+    button.on_click(lambda _: guarded_run(button, status, err, "measuring...", work))
     return W.VBox([button, status, err, out])
 
 
