@@ -11,11 +11,8 @@ Conventions: GB = 1e9 bytes, GiB = 2**30 bytes; FLOP/s are dense (2:4-sparse fig
 
 from __future__ import annotations
 
-import dataclasses
-import datetime
 import functools
 import os
-import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -23,6 +20,15 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
+from aihw._figures import UNITS, Figure  # noqa: F401  (part of this module's API since the start)
+from aihw._figures import (
+    FIGURE_KEYS,
+    catalogue_error,
+    check_keys,
+    check_sources,
+    normalise_name,
+    parse_figure,
+)
 from aihw._validate import close_matches, require_choice
 
 PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
@@ -30,34 +36,11 @@ KINDS = ("gpu", "tpu")
 DIRECTIONS = ("bidirectional", "per-direction")
 SCOPES = ("chip", "link")
 
-# unit as written in the TOML -> (SI base unit, factor to the base unit)
-UNITS: dict[str, tuple[str, float]] = {
-    "FLOP/s": ("FLOP/s", 1.0), "GFLOP/s": ("FLOP/s", 1e9), "TFLOP/s": ("FLOP/s", 1e12),
-    "PFLOP/s": ("FLOP/s", 1e15), "TOPS": ("op/s", 1e12), "POPS": ("op/s", 1e15),
-    "GB": ("bytes", 1e9), "GiB": ("bytes", 2.0**30), "TB": ("bytes", 1e12),
-    "GB/s": ("bytes/s", 1e9), "TB/s": ("bytes/s", 1e12), "Gbps": ("bytes/s", 1e9 / 8),
-    "W": ("W", 1.0), "USD/hour": ("USD/hour", 1.0),
-}
-_FIGURE_KEYS = {"value", "unit", "source", "read", "note", "quoted"}
+_FIGURE_KEYS = FIGURE_KEYS
 _INTERCONNECT_KEYS = _FIGURE_KEYS | {"name", "links", "direction", "scope"}
 _PRICE_KEYS = _FIGURE_KEYS | {"provider", "region"}
 _CHIP_KEYS = {"key", "name", "aliases", "vendor", "kind", "architecture", "year", "flops", "sparse_flops",
               "memory", "memory_bandwidth", "interconnect", "power", "price"}
-
-
-@dataclass(frozen=True)
-class Figure:
-    """One sourced number, stored in its SI base unit."""
-
-    value: float   # in the base unit (FLOP/s, op/s, bytes, bytes/s, W, USD/hour)
-    unit: str      # the base unit, e.g. "FLOP/s", "bytes", "bytes/s"
-    quoted: str    # as the source gives it, e.g. "989.4 TFLOP/s"
-    source: str    # URL
-    read: str      # ISO date the figure was checked
-    note: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)
@@ -162,45 +145,20 @@ class Chip:
 
 # ---------------------------------------------------------------------------------------------- parsing
 
+_CATALOGUE = "hardware catalogue"
+
+
 def _fail(where: str, message: str) -> ValueError:
-    return ValueError(f"hardware catalogue: {where}: {message}")
+    return catalogue_error(_CATALOGUE, where, message)
 
 
-def _check_keys(where: str, table: object, allowed: set[str]) -> dict[str, Any]:
-    if not isinstance(table, dict):
-        raise _fail(where, f"expected a table, got {table!r}")
-    unknown = sorted(set(table) - allowed)
-    if unknown:
-        raise _fail(where, f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}")
-    return table
+def _check_keys(where: str, table: object, allowed: set[str] | frozenset[str]) -> dict[str, Any]:
+    return check_keys(where, table, allowed, catalogue=_CATALOGUE)
 
 
 def _parse_figure(where: str, raw: object, sources: Mapping[str, str], base_units: tuple[str, ...],
-                  allowed: set[str] = _FIGURE_KEYS) -> Figure:
-    raw = _check_keys(where, raw, allowed)
-    for field in ("value", "unit", "source", "read"):
-        if field not in raw:
-            raise _fail(where, f"missing '{field}'")
-    unit, value = raw["unit"], raw["value"]
-    if unit not in UNITS:
-        raise _fail(where, f"unknown unit {unit!r}; allowed: {', '.join(UNITS)}")
-    base, factor = UNITS[unit]
-    if base not in base_units:
-        raise _fail(where, f"unit {unit!r} measures {base}, expected {' or '.join(base_units)}")
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise _fail(where, f"value must be a positive number, got {value!r}")
-    source = str(raw["source"])
-    url = source if re.match(r"https?://", source) else sources.get(source)
-    if url is None:
-        raise _fail(where, f"unknown source {source!r}; use a URL or a key of [sources]")
-    read = raw["read"]
-    try:
-        date = read if isinstance(read, datetime.date) else datetime.date.fromisoformat(read)
-        read = date.isoformat()
-    except (TypeError, ValueError):
-        raise _fail(where, f"'read' must be an ISO date (YYYY-MM-DD), got {read!r}") from None
-    quoted = str(raw.get("quoted", f"{value:g} {unit}"))
-    return Figure(float(value) * factor, base, quoted, url, read, str(raw.get("note", "")))
+                  allowed: set[str] | frozenset[str] = _FIGURE_KEYS) -> Figure:
+    return parse_figure(where, raw, sources, base_units, allowed, catalogue=_CATALOGUE)
 
 
 def _parse_flops(where: str, raw: object, sources: Mapping[str, str]) -> Mapping[str, Figure]:
@@ -277,8 +235,7 @@ def _parse_chip(index: int, raw: object, sources: Mapping[str, str]) -> Chip:
     )
 
 
-def _normalise(name: str) -> str:
-    return re.sub(r"[\s\-_]+", "", str(name).lower())
+_normalise = normalise_name
 
 
 def _check_unique_names(chips: tuple[Chip, ...]) -> None:
@@ -292,10 +249,7 @@ def _check_unique_names(chips: tuple[Chip, ...]) -> None:
 
 
 def _parse_catalogue(data: dict[str, Any]) -> tuple[Chip, ...]:
-    sources = data.get("sources", {})
-    for key, url in sources.items():
-        if not isinstance(url, str) or not re.match(r"https?://", url):
-            raise _fail(f"sources.{key}", f"must be an http(s) URL, got {url!r}")
+    sources = check_sources(data.get("sources", {}), catalogue=_CATALOGUE)
     raw_chips = data.get("chip", [])
     if not raw_chips:
         raise _fail("chip", "the catalogue lists no chips")
