@@ -68,15 +68,38 @@ def test_widget_reacts_and_shows_errors_inline():
 def test_measure_button_runs_and_limits():
     pytest.importorskip("torch")
     rows = memory_lab.measure_view(hidden=32, layers=1, heads=2, vocab=64, seq=16, batch=2)
-    assert {r["component"] for r in rows} >= {"weights", "activations", "peak"}
-    fig = memory_lab.draw(memory_lab.memory_view(), rows)
-    assert len(fig.axes) == 2
+    assert {r["component"] for r in rows} == {"weights", "gradients", "optimizer", "activations", "peak"}
+    settings = memory_lab.measured_settings({"model": "llama-2-7b", "hidden": 32, "layers": 1, "heads": 2,
+                                             "vocab": 64, "seq": 16, "batch": 2, "precision": "bf16", "zero": 3,
+                                             "dp": 8, "tp": 1, "pp": 1, "mode": "infer"})
+    view = memory_lab.memory_view(**settings)
+    est = view["estimate"]
+    by = {r["component"]: r for r in rows}
+    for k in ("weights", "gradients", "activations"):  # the bars are the prediction for the measured run
+        assert est.total[k] == pytest.approx(by[k]["predicted"])
+    fig = memory_lab.draw(view, rows)
+    assert len(fig.axes) == 1 and len(fig.axes[0].patches) == 8  # 4 predicted + 4 measured segments, one axes
     plt.close(fig)
-    assert {r["component"] for r in rows} >= {"weights", "gradients", "optimizer"}
+    html = memory_lab.html_bars(view, rows)
+    assert "measured here" in html and "3px solid black" in html and "off this scale" in html
     with pytest.raises(ValueError, match="too large"):
         memory_lab.measure_view(hidden=4096, layers=1, heads=2, vocab=64, seq=16, batch=2)
-    w = memory_lab.memory_explorer(model=memory_lab.CUSTOM)
-    _find(w, "seq").value = 32
-    _find(w, "Measure it").click()
-    assert any("measured:" in str(getattr(x, "value", "")) for x in _walk(w))
 
+
+def test_measure_button_switches_and_overlays():
+    pytest.importorskip("torch")
+    w = memory_lab.memory_explorer(model="llama-2-70b")
+    for name, value in (("hidden", 32), ("layers", 1), ("heads", 2), ("vocab", 64), ("seq", 32), ("DP", 8)):
+        _find(w, name).value = value
+    bars = lambda: [x.value for x in _walk(w) if type(x).__name__ == "HTML" and "one device holds all" in x.value][0]  # noqa: E731
+    _find(w, "Measure it").click()
+    assert _find(w, "model").value == memory_lab.CUSTOM and _find(w, "precision").value == "fp32"
+    assert _find(w, "DP").value == 1 and "measured here" in bars()
+    assert any("measured:" in str(getattr(x, "value", "")) for x in _walk(w))
+    _find(w, "batch").value = 3  # another config: the measurement no longer belongs to the bars
+    assert "measured here" not in bars()
+    _find(w, "batch").value = 1
+    assert "measured here" in bars()
+    _find(w, "heads").value = 5  # bad custom dims: inline error, nothing measured, no traceback
+    _find(w, "Measure it").click()
+    assert any("heads=5" in str(getattr(x, "value", "")) and "&#9888;" in x.value for x in _walk(w))

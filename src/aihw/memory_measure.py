@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from aihw._validate import require_choice, require_positive
-from aihw.memory import MemoryConfig, estimate
+from aihw.memory import MemoryConfig, activation_bytes_per_layer, estimate
 from aihw.tinygpt import TinyGPT, TinyGPTConfig, random_batch
 
 OPTIMIZERS = ("sgd", "sgd_momentum", "adam", "adamw")
@@ -193,7 +193,8 @@ def predict(cfg: MeasureConfig, *, param_tensors: int | None = None) -> dict[str
     """The analytic estimate for the same run (fp32 weights, no master copy, no dropout masks).
 
     torch's Adam/AdamW also keep a 4-byte ``step`` counter per parameter tensor; it is added when
-    ``param_tensors`` is given, so the optimizer figure can be compared byte for byte.
+    ``param_tensors`` is given, so the optimizer figure can be compared byte for byte. ``sum`` is the sum of
+    the four components; ``peak`` is :func:`predict_peak`.
     """
     est = estimate(MemoryConfig(model=cfg.model.shape(), precision="fp32", optimizer=cfg.optimizer,
                                 batch=cfg.batch, seq=cfg.tokens, recompute=cfg.model.recompute,
@@ -201,17 +202,51 @@ def predict(cfg: MeasureConfig, *, param_tensors: int | None = None) -> dict[str
     out = {k: est.total[k] for k in MEASURED}
     if param_tensors is not None and cfg.optimizer in ("adam", "adamw"):
         out["optimizer"] += 4 * param_tensors
-    out["peak"] = sum(out.values())
+    out["sum"] = sum(out.values())
+    out["peak"] = predict_peak(cfg, out)
     return out
 
 
+def predict_peak(cfg: MeasureConfig, components: dict[str, float]) -> float:
+    """A model of a TinyGPT step's peak bytes: the larger of two moments of the backward pass.
+
+    Both hold weights + optimizer state + the saved activations still alive, and, with recomputation, what
+    backward re-materialises for one layer (its whole saved set with full, its ``a x s x s`` fp32 scores with
+    selective). At the start of backward the loss adds two fp32 ``batch x seq x vocab`` gradient buffers
+    (w.r.t. log-probabilities and logits). In the last layer's attention backward the head's and that layer's
+    MLP's saved tensors are already freed, and two ``a x s x s`` fp32 buffers (gradients of the softmax output
+    and of the scores) are alive. Gradients (created as activations are freed) and smaller temporaries are
+    left out, so the measured peak is usually a little above this.
+    """
+    m, b, s = cfg.model, cfg.batch, cfg.tokens
+    fp32 = 4
+    alive = components["weights"] + components["optimizer"] + components["activations"]
+    if m.recompute == "full":
+        alive += activation_bytes_per_layer(seq=s, batch=b, hidden=m.width, heads=m.heads,
+                                            bytes_per_value=fp32, dropout=m.dropout > 0)
+    elif m.recompute == "selective":
+        alive += fp32 * m.heads * s * s * b
+    loss_phase = alive + 2 * fp32 * b * s * m.vocab
+    head_saved = fp32 * (2 * s * b * m.width + s * b * m.vocab)
+    last_mlp_saved = 0 if m.recompute == "full" else fp32 * 10 * m.width * s * b  # LN2/MLP inputs, 4h + 4h
+    attention_phase = alive - head_saved - last_mlp_saved + 2 * fp32 * m.heads * s * s * b
+    return max(loss_phase, attention_phase)
+
+
 def compare(cfg: MeasureConfig) -> list[dict]:
-    """Rows of component, predicted bytes, measured bytes, measured/predicted."""
+    """Rows of component, predicted bytes, measured bytes, measured/predicted.
+
+    The ``peak`` row compares the measured peak with :func:`predict_peak` and also carries ``sum``, the plain
+    sum of the components, and ``ratio_to_sum``.
+    """
     measured = measure(cfg)
     predicted = predict(cfg, param_tensors=measured["param_tensors"])
-    return [{"component": k, "predicted": predicted[k], "measured": float(measured[k]),
+    rows = [{"component": k, "predicted": predicted[k], "measured": float(measured[k]),
              "ratio": measured[k] / predicted[k] if predicted[k] else float("nan")}
             for k in (*MEASURED, "peak")]
+    rows[-1].update(sum=predicted["sum"], ratio_to_sum=measured["peak"] / predicted["sum"],
+                    peak_method=measured["peak_method"])
+    return rows
 
 
 def sweep(base: MeasureConfig, **variations: Iterable) -> list[dict]:

@@ -60,10 +60,46 @@ def plot_predicted_vs_measured(rows: Sequence[Mapping], *, ax=None, title: str =
            edgecolor="black", hatch="//")
     for xi, r in zip(x, rows, strict=True):
         ax.annotate(f"x{r['ratio']:.3f}", (xi + 0.2, r["measured"] / 1e6), ha="center", va="bottom", fontsize=7)
-    ax.set_xticks(x, [("peak vs sum" if c == "peak" else c.replace("_", " ")) for c in comps])
+    ax.set_xticks(x, [c.replace("_", " ") for c in comps])
     ax.set_ylabel("MB (1e6 bytes)")
     ax.set_title(title or "predicted vs measured (ratio = measured / predicted)", fontsize=10)
     ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+MEASURED_COMPONENTS = ("weights", "gradients", "optimizer", "activations")
+
+
+def plot_prediction_with_measurement(estimate: MemoryEstimate, rows: Sequence[Mapping], *, ax=None,
+                                     title: str = ""):
+    """The estimate's stacked bar with the measurement of the same config stacked beside it, in MB (1e6 bytes).
+
+    ``rows`` come from :func:`memory_measure.compare` for the config ``estimate`` describes. Predicted and
+    measured peaks are drawn as black markers across their bars (dashed: predicted, solid: measured).
+    """
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(7, 4.5))
+    by = {r["component"]: r for r in rows}
+    for x, key in ((0, "predicted"), (1, "measured")):
+        bottom = 0.0
+        for comp in MEASURED_COMPONENTS:
+            value = (estimate.total[comp] if key == "predicted" else by[comp]["measured"]) / 1e6
+            if value <= 0:
+                continue
+            ax.bar(x, value, bottom=bottom, width=0.55, color=COLOURS[comp], edgecolor="black",
+                   hatch="//" if key == "measured" else None, alpha=0.5 if key == "predicted" else 1.0,
+                   label=comp if x == 0 else None)
+            bottom += value
+        ax.annotate(f"{bottom:.3g} MB", (x, bottom), ha="center", va="bottom", fontsize=8)
+        if "peak" in by:
+            peak = by["peak"][key] / 1e6
+            ax.hlines(peak, x - 0.38, x + 0.38, color="black", lw=2, ls="--" if key == "predicted" else "-",
+                      label=f"{key} peak" + (f" (x{by['peak']['ratio']:.2f})" if key == "measured" else ""))
+    ax.set_xticks([0, 1], ["predicted (estimator)", "measured on this machine"])
+    ax.set_xlim(-0.6, 1.6)
+    ax.set_ylabel("MB (1e6 bytes)")
+    ax.set_title(title or "the same config, predicted and measured", fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
     return fig
 

@@ -1,7 +1,9 @@
 """Widget of the lab "Memory math": size a model live, then measure the small model on this machine.
 
-The live view is HTML (stacked bars, verdict) so it redraws in about a millisecond; the matplotlib
-figures (:func:`draw`, the measurement panel) are for the static book and for the "Measure it" result.
+The live view is HTML (stacked bars, verdict) so it redraws in about a millisecond; the matplotlib figure
+(:func:`draw`) is for the static book and for the "Measure it" result. "Measure it" switches the controls to
+the custom dims (fp32, one device, training), so the bars are the prediction for exactly the run it measures,
+then draws the measured components as a hatched bar under them, with predicted and measured peaks marked.
 
 The builder :func:`memory_explorer` returns the widget. The work is in plain functions tests call directly:
 :func:`memory_view` (estimate, verdict and chips needed for a set of control values) and
@@ -19,11 +21,11 @@ from aihw import hardware
 from aihw.memory import GB, OPTIMIZER_STATE_BYTES, PRECISION_BYTES, RECOMPUTE, GiB, MemoryConfig, estimate
 from aihw.memory_fit import devices_needed
 from aihw.model_presets import ModelShape, list_presets
-from aihw.plots.memory import COLOURS, plot_breakdown, plot_predicted_vs_measured
-from aihw.widgets._common import error_box, show_error, show_figure
+from aihw.plots.memory import COLOURS, plot_breakdown, plot_prediction_with_measurement
+from aihw.widgets._common import error_box, guarded_run, run_button, show_error, show_figure
 
 CUSTOM = "custom (raw dims)"
-MEASURE_LIMITS = {"hidden": 512, "layers": 8, "seq": 512, "batch": 32, "vocab": 4096}  # keeps a run < ~10 s
+MEASURE_LIMITS = {"hidden": 512, "layers": 8, "seq": 1024, "batch": 32, "vocab": 4096}  # keeps a run < ~10 s
 
 
 def memory_view(*, model: str = "llama-2-7b", hidden: int = 64, layers: int = 2, heads: int = 4, vocab: int = 256,
@@ -40,8 +42,8 @@ def memory_view(*, model: str = "llama-2-7b", hidden: int = 64, layers: int = 2,
     fits = est.per_device_bytes <= cap
     needed = devices_needed(cfg, cap)
     verdict = (f"<b style='color:{'#1b7f3b' if fits else '#b00020'}'>{'fits' if fits else 'does not fit'}</b> "
-               f"on one {html.escape(chip)} ({cap / GB:,.0f} GB): {est.per_device_bytes / GB:,.1f} GB "
-               f"({est.per_device_bytes / GiB:,.1f} GiB) per device, {est.devices} device(s). "
+               f"on one {html.escape(chip)} ({cap / GB:,.0f} GB): {_size(est.per_device_bytes)} per device, "
+               f"{est.devices} device(s). "
                + (f"Fewest chips that hold it ({'ZeRO stage ' + str(zero) if mode == 'train' else 'TP then PP'}"
                   f"): <b>{needed}</b>." if needed else "No split of this kind holds it."))
     return {"estimate": est, "capacity_bytes": cap, "fits": fits, "chips_needed": needed, "verdict": verdict}
@@ -63,38 +65,87 @@ def measure_view(*, hidden: int, layers: int, heads: int, vocab: int, seq: int, 
     return compare(MeasureConfig(model=model, batch=batch, optimizer=optimizer))
 
 
+def measured_settings(values: dict) -> dict:
+    """The control values of what "Measure it" runs: the custom dims on one device, fp32, training.
+
+    The widget switches to these before measuring, so the bars it draws are the prediction for exactly the
+    measured config and the measurement can be drawn on top of them.
+    """
+    return {**values, "model": CUSTOM, "precision": "fp32", "mode": "train", "zero": 0, "dp": 1, "tp": 1, "pp": 1}
+
+
 def draw(view: dict, measured: list[dict] | None = None):
-    """Stacked bars (single-device total and per device) + predicted-vs-measured panel when measured."""
-    fig, axes = plt.subplots(1, 2 if measured else 1, figsize=(11 if measured else 7, 4.2), squeeze=False)
+    """The static figure: stacked bars (one device, per device); with ``measured`` (rows of
+    :func:`measure_view` for the config of ``view``) the measured components stacked beside the prediction."""
     est = view["estimate"]
-    plot_breakdown({"one device holds all": _as_total(est), f"per device ({est.devices} devices)": est},
-                   ax=axes[0][0], capacity_bytes=view["capacity_bytes"])
-    axes[0][0].set_title(est.config.model.name if est.config.model else "", fontsize=10)
     if measured:
-        plot_predicted_vs_measured(measured, ax=axes[0][1], title="custom model on this machine (fp32)")
+        return plot_prediction_with_measurement(
+            est, measured, title=f"{est.config.model.name}: predicted and measured (fp32, one device)")
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    plot_breakdown({"one device holds all": _as_total(est), f"per device ({est.devices} devices)": est},
+                   ax=ax, capacity_bytes=view["capacity_bytes"])
+    ax.set_title(est.config.model.name if est.config.model else "", fontsize=10)
     return fig
 
 
-def html_bars(view: dict) -> str:
-    """The live view: two stacked horizontal bars (one device holding all, per device) and the chip's memory,
-    drawn as HTML so a control change redraws in well under a millisecond (a matplotlib redraw takes ~0.2 s)."""
+def _size(nbytes: float) -> str:
+    """'12.3 GB (11.5 GiB)' for big numbers, '4.56 MB' for the small measured model."""
+    if nbytes >= 0.5 * GB:
+        return f"{nbytes / GB:,.1f} GB ({nbytes / GiB:,.1f} GiB)"
+    return f"{nbytes / 1e6:,.3g} MB"
+
+
+def _unit(nbytes: float) -> tuple[float, str]:
+    return (GB, "GB") if nbytes >= 0.5 * GB else (1e6, "MB")
+
+
+def _bar(label: str, parts: dict, total: float, scale: float, unit: tuple[float, str], *, hatch: bool = False,
+         markers: tuple = (), cap: float | None = None) -> str:
+    div, name = unit
+    stripes = "background-image:repeating-linear-gradient(45deg,transparent 0 4px,rgba(255,255,255,.45) 4px 7px);"
+    segs = "".join(
+        f'<div title="{k}: {v / div:,.3g} {name}" style="width:{100 * v / scale:.3f}%;background-color:{COLOURS[k]};'
+        f'{stripes if hatch else ""}height:100%"></div>' for k, v in parts.items() if v > 0)
+    lines = [(cap, "2px dashed black")] if cap is not None else []
+    lines += list(markers)
+    marks = "".join(f'<div style="position:absolute;left:{min(100.0, 100 * x / scale):.3f}%;top:-4px;bottom:-4px;'
+                    f'border-left:{style}"></div>' for x, style in lines)
+    return (f'<div style="display:flex;align-items:center;margin:4px 0"><div style="width:190px">{label}</div>'
+            f'<div style="position:relative;flex:1;height:22px;display:flex;background:#eee">{segs}{marks}</div>'
+            f'<div style="width:110px;text-align:right">{total / div:,.3g} {name}</div></div>')
+
+
+def html_bars(view: dict, measured: list[dict] | None = None) -> str:
+    """The live view as HTML (a control change redraws in well under a millisecond; matplotlib takes ~0.2 s):
+    stacked bars for one device holding all and per device, the chip's memory as a dashed line, and, with
+    ``measured`` rows for this very config, a hatched bar of the measured components with both peaks marked."""
     est, cap = view["estimate"], view["capacity_bytes"]
-    scale = max(est.total_bytes, cap) or 1.0
-    rows = []
-    for label, parts, total in (("one device holds all", est.total, est.total_bytes),
-                                (f"per device ({est.devices})", est.per_device, est.per_device_bytes)):
-        segs = "".join(
-            f'<div title="{k}: {v / GB:,.2f} GB" style="width:{100 * v / scale:.3f}%;background:{COLOURS[k]};'
-            f'height:100%"></div>' for k, v in parts.items() if v > 0)
-        marker = (f'<div style="position:absolute;left:{100 * cap / scale:.3f}%;top:-3px;bottom:-3px;'
-                  f'border-left:2px dashed black"></div>')
-        rows.append(f'<div style="display:flex;align-items:center;margin:4px 0"><div style="width:190px">{label}'
-                    f'</div><div style="position:relative;flex:1;height:22px;display:flex;background:#eee">'
-                    f'{segs}{marker}</div><div style="width:110px;text-align:right">{total / GB:,.1f} GB</div></div>')
+    by = {r["component"]: r for r in measured or ()}
+    meas_parts = {k: by[k]["measured"] for k in ("weights", "gradients", "optimizer", "activations") if k in by}
+    peaks = [by["peak"]["predicted"], by["peak"]["measured"]] if "peak" in by else []
+    biggest = max([est.total_bytes, sum(meas_parts.values()), *peaks])
+    cap_shown = cap <= 4 * biggest  # a 80 GB line would squash a 10 MB model's bars to nothing
+    scale = (max(biggest, cap) if cap_shown else biggest) or 1.0
+    unit = _unit(scale)
+    cap_line = cap if cap_shown else None
+    pred_peak = ((peaks[0], "2px dotted black"),) if peaks else ()
+    rows = [_bar("one device holds all", est.total, est.total_bytes, scale, unit, cap=cap_line, markers=pred_peak),
+            _bar(f"per device ({est.devices})", est.per_device, est.per_device_bytes, scale, unit, cap=cap_line)]
+    if meas_parts:
+        rows.append(_bar("<b>measured here</b>", meas_parts, sum(meas_parts.values()), scale, unit, hatch=True,
+                         cap=cap_line, markers=((peaks[1], "3px solid black"),)))
     legend = " ".join(f'<span style="color:{COLOURS[k]}">&#9632;</span> {k.replace("_", " ")} '
-                      f'{est.per_device[k] / GB:,.2f}' for k in est.per_device if est.total[k] > 0)
-    return ("".join(rows) + f'<div style="font-size:85%">per device, GB: {legend} &nbsp; '
-            f'<span style="border-left:2px dashed black">&nbsp;</span> chip memory {cap / GB:,.0f} GB</div>')
+                      f'{est.per_device[k] / unit[0]:,.3g}' for k in est.per_device if est.total[k] > 0)
+    chip = (f'<span style="border-left:2px dashed black">&nbsp;</span> chip memory {cap / GB:,.0f} GB'
+            if cap_shown else f"chip memory {cap / GB:,.0f} GB (off this scale)")
+    peak_note = ""
+    if peaks:
+        peak_note = (f'<br>measured: hatched bar (fp32 step on this machine). Peak: predicted '
+                     f'<span style="border-left:2px dotted black">&nbsp;</span>{peaks[0] / unit[0]:,.3g} {unit[1]}, '
+                     f'measured <span style="border-left:3px solid black">&nbsp;</span>{peaks[1] / unit[0]:,.3g} '
+                     f'{unit[1]} ({by["peak"].get("peak_method", "measured")})')
+    return (
+        "".join(rows) + f'<div style="font-size:85%">per device, {unit[1]}: {legend} &nbsp; {chip}{peak_note}</div>')
 
 
 def _as_total(est):
@@ -123,13 +174,16 @@ def memory_explorer(model: str = "llama-2-7b", chip: str = "NVIDIA H100 SXM") ->
         "chip": W.Dropdown(options=[ch.name for ch in hardware.list_chips()], value=chip, description="chip"),
     }
     err, verdict, bars, out, status = error_box(), W.HTML(), W.HTML(), W.Output(), W.HTML()
-    button = W.Button(description="Measure it", tooltip="train the custom-dims TinyGPT one step here (fp32)")
-    state: dict = {"measured": None}  # the last measurement, kept for redraws
+    button = run_button("Measure it")
+    button.tooltip = "switch to the custom dims (fp32, one device) and train that TinyGPT one step here"
+    state: dict = {"measured": None, "settings": None, "quiet": False}  # last measurement and its controls
 
     def values() -> dict:
         return {k: w.value for k, w in c.items()}
 
     def update(_=None) -> None:
+        if state["quiet"]:
+            return
         try:
             view = memory_view(**values())
         except ValueError as exc:
@@ -137,29 +191,39 @@ def memory_explorer(model: str = "llama-2-7b", chip: str = "NVIDIA H100 SXM") ->
             return
         show_error(err, None)
         verdict.value = view["verdict"]
-        bars.value = html_bars(view)
+        current = state["settings"] == values()
+        bars.value = html_bars(view, state["measured"] if current else None)
+        if state["measured"] is not None and not current:
+            out.clear_output()
+            status.value = "controls changed: the measurement is hidden until they match it (or measure again)"
 
-    def show_measurement() -> None:
-        rows = state["measured"]
-        show_figure(out, plot_predicted_vs_measured(rows, title="custom model on this machine (fp32)"))
-
-    def run_measure(_=None) -> None:
-        v = values()
-        status.value = "measuring..."
+    def switch(settings: dict) -> None:
+        state["quiet"] = True  # one redraw at the end, not one per control
         try:
-            state["measured"] = measure_view(hidden=v["hidden"], layers=v["layers"], heads=v["heads"],
-                                             vocab=v["vocab"], seq=v["seq"], batch=v["batch"],
-                                             recompute=v["recompute"], optimizer=v["optimizer"])
-        except ValueError as exc:
-            status.value = ""
-            show_error(err, exc)
-            return
-        status.value = "measured: custom dims, fp32, one training step on this machine"
-        show_measurement()
+            for k, v in settings.items():
+                c[k].value = v
+        finally:
+            state["quiet"] = False
+
+    def work() -> str:
+        settings = measured_settings(values())
+        memory_view(**settings)  # bad custom dims fail here, before anything moves
+        switch(settings)
+        state["measured"], state["settings"] = None, None
+        update()
+        rows = measure_view(hidden=settings["hidden"], layers=settings["layers"], heads=settings["heads"],
+                            vocab=settings["vocab"], seq=settings["seq"], batch=settings["batch"],
+                            recompute=settings["recompute"], optimizer=settings["optimizer"])
+        state["measured"], state["settings"] = rows, values()
+        update()
+        show_figure(out, draw(memory_view(**settings), rows))
+        peak = rows[-1]
+        return (f"measured: custom dims {settings['hidden']}x{settings['layers']}, fp32, one training step here; "
+                f"peak {peak['measured'] / 1e6:,.3g} MB = {peak['ratio']:.2f} x predicted")
 
     for w in c.values():
         w.observe(update, names="value")
-    button.on_click(run_measure)
+    button.on_click(lambda _: guarded_run(button, status, err, "measuring...", work))
     update()
     left = W.VBox([c[k] for k in ("model", "hidden", "layers", "heads", "vocab", "precision", "optimizer")])
     right = W.VBox([c[k] for k in ("batch", "seq", "zero", "dp", "tp", "pp", "chip")])
