@@ -1,4 +1,4 @@
-"""Teaching all-reduces over send/recv equal dist.all_reduce on 2 and 3 gloo ranks; the benchmark's numbers."""
+"""Teaching all-reduces over send/recv equal dist.all_reduce on 2, 3 and 4 gloo ranks; the benchmark's numbers."""
 
 from __future__ import annotations
 
@@ -25,10 +25,11 @@ def test_chunk_bounds_cover_uneven_sizes():
             assert bounds[0][0] == 0 and bounds[-1][1] == numel and max(sizes) - min(sizes) <= 1
 
 
-@pytest.mark.parametrize("world_size", [2, 3])
+@pytest.mark.parametrize("world_size", [2, 3, 4])
 def test_every_algorithm_equals_builtin_all_reduce(world_size):
-    numels = (1, 2, 3, 5, 64, 1001, 786_439)  # the last one makes the ring send each chunk in several pieces
-    assert 786_439 * 4 // world_size > 4 * collectives.MIN_PIECE_BYTES
+    # uneven and tiny sizes (empty chunks); the largest makes the ring send each chunk in several pieces
+    numels = (1, 2, 3, 5, 64, 1001, 786_439) if world_size < 4 else (1, 3, 6, 1001, 786_439)
+    assert 786_439 * 4 // world_size > 3 * collectives.MIN_PIECE_BYTES
     per_rank = launch(compare_with_builtin, numels, config=LaunchConfig(world_size=world_size, timeout_s=120))
     rows = [row for rank_rows in per_rank for row in rank_rows]
     assert {r["algorithm"] for r in rows} == set(ALGORITHMS)
@@ -77,3 +78,10 @@ def test_benchmark_reports_time_algbw_busbw_and_fits():
 def test_bad_benchmark_config(kwargs, pattern):
     with pytest.raises(ValueError, match=pattern):
         collectives_bench.BenchConfig(**kwargs)
+
+
+@pytest.mark.parametrize("world_size", [0, 17])
+def test_bad_world_size_for_the_measurement(world_size):
+    with pytest.raises(ValueError, match=rf"world_size must be an integer in \[1, 16\].*got {world_size}"):
+        collectives_bench.measure(collectives_bench.BenchConfig(sizes_bytes=(1024,)), world_size=world_size)
+    assert not multiprocessing.active_children()

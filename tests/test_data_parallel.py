@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import multiprocessing
+import time
 
 import pytest
 import torch
 
 from aihw import data_parallel as dp
+from aihw.launch import LaunchConfig, WorkerError, launch
 
 pytestmark = pytest.mark.distributed
 STEPS = 10
@@ -28,6 +30,7 @@ def test_every_mode_matches_the_single_process_run(world_size, reference):
         assert len({r["weights_sha256"] for r in per_rank}) == 1, config.mode  # bit-identical on every rank
         for r in per_rank:
             assert r["mode"] == config.mode and r["threads"] == 1 and r["backend"] == "gloo"
+            assert r["backend_reason"].startswith("gloo: ")  # says why not NCCL (no GPU per rank here)
             for name, tensor in reference["state"].items():
                 torch.testing.assert_close(r["state"][name], tensor, msg=f"{config.mode} {name}")
         # the mean of the local losses is the loss of the global batch the single process saw
@@ -71,3 +74,40 @@ def test_bad_config(kwargs, pattern):
 def test_global_batch_must_split_evenly():
     with pytest.raises(ValueError, match="global_batch=10 must be divisible by world_size=3"):
         dp.DPConfig(global_batch=10).local_batch(3)
+
+
+def train_with_fault(ctx, config: dp.DPConfig, bad_rank: int, hung_rank: int) -> dict:
+    """The data-parallel loop, but at step 2 ``bad_rank`` raises and ``hung_rank`` never reaches the all-reduce."""
+    model = dp.make_model(config)
+    steps = iter(range(config.steps))
+
+    def sync() -> None:
+        if next(steps) == 2:
+            if ctx.rank == bad_rank:
+                raise RuntimeError(f"injected fault on rank {ctx.rank} at step 2")
+            if ctx.rank == hung_rank:
+                time.sleep(3600)
+        dp.all_reduce_gradients(model)  # the other ranks wait here for the two that never come
+
+    return dp._train(model, config, rank=ctx.rank, world_size=ctx.world_size, sync=sync)
+
+
+def test_a_failing_rank_and_a_hung_rank_stop_the_run_with_the_failing_rank_error():
+    start = time.monotonic()
+    with pytest.raises(WorkerError, match=r"(?s)rank 1 failed:.*injected fault on rank 1 at step 2") as caught:
+        launch(train_with_fault, dp.DPConfig(mode="naive", steps=5, global_batch=24), 1, 2,
+               config=LaunchConfig(world_size=3, timeout_s=60))
+    assert caught.value.rank == 1
+    assert time.monotonic() - start < 45  # well within the timeout: the error is reported as soon as it happens
+    assert not multiprocessing.active_children()  # the hung rank and the waiting rank were stopped
+
+
+@pytest.mark.parametrize(("world_size", "pattern"), [
+    (0, r"world_size must be an integer in \[1, 16\].*got 0"),
+    (17, r"world_size must be an integer in \[1, 16\].*got 17"),
+    (2.5, r"world_size must be an integer"),
+])
+def test_bad_world_size_is_refused_before_starting(world_size, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        dp.run(dp.DPConfig(steps=1), world_size=world_size)
+    assert not multiprocessing.active_children()

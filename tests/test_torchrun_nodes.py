@@ -1,4 +1,5 @@
-"""Two torchrun "nodes" on this machine (loopback c10d rendezvous) train together and end with equal weights."""
+"""torchrun runs the data-parallel module: standalone with 2 ranks, and as two "nodes" on this machine (loopback
+c10d rendezvous); the ranks end with equal weights."""
 
 from __future__ import annotations
 
@@ -47,3 +48,16 @@ def test_two_nodes_train_together():
     assert sorted(line.split()[1] for line in lines) == ["0/2", "1/2"]
     digests = {line.split("weights_sha256=")[1] for line in lines}
     assert len(digests) == 1, lines  # both "nodes" hold bit-identical weights after training
+
+
+def test_standalone_torchrun_trains_and_says_which_backend():
+    # --standalone lets the rendezvous pick a free port itself: a port in use elsewhere cannot collide
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+         "-m", "aihw.data_parallel", "--mode", "ddp", "--steps", "3", "--global-batch", "16"],
+        capture_output=True, text=True, timeout=150)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("rank ")]
+    assert sorted(line.split()[1] for line in lines) == ["0/2", "1/2"]
+    assert len({line.split("weights_sha256=")[1] for line in lines}) == 1
+    assert "backend gloo: no CUDA GPU is available" in proc.stdout or "backend nccl" in proc.stdout

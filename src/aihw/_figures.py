@@ -1,9 +1,9 @@
 """Sourced figures in data catalogues: units, parsing and checking (standard library only).
 
-Shared by the hardware catalogue (:mod:`aihw.hardware`) and the network catalogue (:mod:`aihw.networks`). Every
-figure in a catalogue TOML is a table with ``value``, ``unit``, ``source`` (a URL or a key of ``[sources]``)
-and ``read`` (ISO date); :func:`parse_figure` checks it and converts it to its SI base unit. Errors are
-ValueErrors that start with the catalogue's name and say where in the file the problem is.
+Shared by the hardware catalogue (:mod:`aihw.hardware`) and the network catalogue (:mod:`aihw.networks`).
+Every figure in a catalogue TOML is a table with ``value``, ``unit``, ``source`` (a URL or a key of
+``[sources]``) and ``read`` (ISO date); :func:`parse_figure` checks it and converts it to its SI base unit.
+Errors are ValueErrors that start with the catalogue's name and say where in the file the problem is.
 """
 
 from __future__ import annotations
@@ -46,8 +46,9 @@ def catalogue_error(catalogue: str, where: str, message: str) -> ValueError:
     return ValueError(f"{catalogue}: {where}: {message}")
 
 
-def check_keys(where: str, table: object, allowed: set[str] | frozenset[str], *, catalogue: str) -> dict[str, Any]:
-    """``table`` itself if it is a dict whose keys are all in ``allowed``; else a ValueError naming the rest."""
+def check_keys(where: str, table: object, allowed: set[str] | frozenset[str], *,
+               catalogue: str) -> dict[str, Any]:
+    """``table`` itself if it is a dict with keys from ``allowed`` only; else a ValueError naming the rest."""
     if not isinstance(table, dict):
         raise catalogue_error(catalogue, where, f"expected a table, got {table!r}")
     unknown = sorted(set(table) - set(allowed))
@@ -79,7 +80,8 @@ def parse_figure(where: str, raw: object, sources: Mapping[str, str], base_units
         raise catalogue_error(catalogue, where, f"unknown unit {unit!r}; allowed: {', '.join(UNITS)}")
     base, factor = UNITS[unit]
     if base not in base_units:
-        raise catalogue_error(catalogue, where, f"unit {unit!r} measures {base}, expected {' or '.join(base_units)}")
+        raise catalogue_error(catalogue, where,
+                              f"unit {unit!r} measures {base}, expected {' or '.join(base_units)}")
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         raise catalogue_error(catalogue, where, f"value must be a positive number, got {value!r}")
     source = str(raw["source"])
@@ -91,7 +93,8 @@ def parse_figure(where: str, raw: object, sources: Mapping[str, str], base_units
         date = read if isinstance(read, datetime.date) else datetime.date.fromisoformat(read)
         read = date.isoformat()
     except (TypeError, ValueError):
-        raise catalogue_error(catalogue, where, f"'read' must be an ISO date (YYYY-MM-DD), got {read!r}") from None
+        raise catalogue_error(catalogue, where,
+                              f"'read' must be an ISO date (YYYY-MM-DD), got {read!r}") from None
     quoted = str(raw.get("quoted", f"{value:g} {unit}"))
     return Figure(float(value) * factor, base, quoted, url, read, str(raw.get("note", "")))
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import functools
 import hashlib
+import os
 import time
 from dataclasses import asdict, dataclass
 
@@ -28,6 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from aihw._validate import require_choice, require_positive
+from aihw.device import pick_backend
 from aihw.launch import LaunchConfig, RankContext, launch, run_under_torchrun
 
 MODES = ("naive", "bucketed", "ddp")
@@ -224,9 +226,18 @@ def weights_digest(state: dict[str, torch.Tensor]) -> str:
     return digest.hexdigest()
 
 
+def _with_backend_reason(per_rank: list[dict], world_size: int) -> list[dict]:
+    """Add ``backend_reason``: why NCCL or gloo was chosen (e.g. "gloo: 4 ranks but 1 GPU; ...")."""
+    reason = pick_backend(world_size).reason
+    return [dict(r, backend_reason=reason) for r in per_rank]
+
+
 def run(config: DPConfig = DPConfig(), *, world_size: int = 2, timeout_s: float = 120.0) -> list[dict]:
-    """Launch :func:`train_worker` on ``world_size`` spawned ranks (one thread each); results by rank."""
-    return launch(train_worker, config, config=LaunchConfig(world_size=world_size, timeout_s=timeout_s))
+    """Launch :func:`train_worker` on ``world_size`` spawned ranks (one thread each); results by rank.
+
+    NCCL when there is a GPU per rank, else gloo; each result's ``backend_reason`` says which and why."""
+    per_rank = launch(train_worker, config, config=LaunchConfig(world_size=world_size, timeout_s=timeout_s))
+    return _with_backend_reason(per_rank, world_size)
 
 
 def run_modes(configs: tuple[DPConfig, ...], *, world_size: int = 2, timeout_s: float = 180.0
@@ -234,7 +245,8 @@ def run_modes(configs: tuple[DPConfig, ...], *, world_size: int = 2, timeout_s: 
     """Launch once, train each config in turn; ``result[i][rank]`` is config i's result on ``rank``."""
     per_rank = launch(train_modes_worker, tuple(configs),
                       config=LaunchConfig(world_size=world_size, timeout_s=timeout_s))
-    return [[per_rank[rank][i] for rank in range(world_size)] for i in range(len(configs))]
+    return [_with_backend_reason([per_rank[rank][i] for rank in range(world_size)], world_size)
+            for i in range(len(configs))]
 
 
 def summarize(per_rank: list[dict], *, skip: int = 2) -> dict:
@@ -280,6 +292,9 @@ def _main() -> None:
     args = parser.parse_args()
     config = DPConfig(mode=args.mode, steps=args.steps, global_batch=args.global_batch)
     out = run_under_torchrun(train_worker, config)
+    if out["rank"] == 0:  # e.g. "gloo: 2 ranks but 1 GPU; NCCL needs one GPU per rank; tensors stay on the CPU"
+        local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", out["world_size"]))  # set by torchrun
+        print(f"backend {pick_backend(local_ranks).reason}", flush=True)
     print(f"rank {out['rank']}/{out['world_size']} mode={out['mode']} backend={out['backend']} "
           f"loss {out['losses'][0]:.4f} -> {out['losses'][-1]:.4f} weights_sha256={out['weights_sha256']}",
           flush=True)

@@ -20,15 +20,16 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
-from aihw._figures import UNITS, Figure  # noqa: F401  (part of this module's API since the start)
 from aihw._figures import (
     FIGURE_KEYS,
+    Figure,
     catalogue_error,
     check_keys,
     check_sources,
     normalise_name,
     parse_figure,
 )
+from aihw._figures import UNITS as UNITS  # re-exported: hardware.UNITS and .Figure stay public here
 from aihw._validate import close_matches, require_choice
 
 PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")

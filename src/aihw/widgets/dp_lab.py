@@ -165,7 +165,8 @@ def training_panel(world_size: int = 2, mode: str = "bucketed", steps: int = 30)
         info = training_summary(per_rank, reference)
         show_figure(out, plot_loss_curves(per_rank, reference=reference))
         return (f"ranks bit-identical: <b>{info['ranks_identical']}</b>; largest difference to the "
-                f"single process: {info['max_abs_diff_vs_single']:.2e}")
+                f"single process: {info['max_abs_diff_vs_single']:.2e}; backend "
+                f"{html.escape(per_rank[0].get('backend_reason', per_rank[0]['backend']))}")
 
     button.on_click(lambda _: guarded_run(button, status, err, "training the single-process reference...", work))
     return W.VBox([W.HBox([ranks, steps_box]), mode_box, button, bar, status, err, out])
