@@ -62,6 +62,8 @@ def test_order_timeline_and_activations(pipeline_runs):
         assert s["peak_in_flight_measured"] == s["peak_in_flight_predicted"]
         assert s["peak_saved_bytes_measured"] == s["peak_saved_bytes_predicted"]
         assert 0 < s["bubble_measured"] < 1 and s["bubble_theory"] == (p - 1) / (cfg.micro_batches + p - 1)
+        assert s["imbalance"] >= 1 and 0 < s["cpu_per_wall"] <= 1.05  # CPU time cannot exceed wall time
+        assert 0 < s["bubble_simulated_cpu"] < 1
     gpipe, one_f = (summary(r) for r in all_runs[:2])
     assert gpipe["peak_in_flight_measured"][0] > one_f["peak_in_flight_measured"][0] or p == 3
 

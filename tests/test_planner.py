@@ -80,6 +80,11 @@ def test_config_is_frozen():
     (lambda: PlanConfig(model="llama-3"), "did you mean"),
     (lambda: PlanConfig(zero_stages=(4,)), "zero_stages"),
     (lambda: PlanConfig(precision="int8"), "precision"),
+    (lambda: PlanConfig(tp=3), "tp=3 must divide the 40 attention heads and the hidden size 5120"),
+    (lambda: PlanConfig(pp=3), "pp=3 stages must divide the 40 layers"),
+    (lambda: PlanConfig(pp=0), "pp must be a positive integer"),
+    (lambda: PlanConfig(micro_batches=0), "micro_batches \\(m\\) must be a positive integer"),
+    (lambda: PlanConfig(tp=5, cluster=Cluster(nodes=1)), "tp x pp = 5 must divide the cluster's 8 chips"),
 ])
 def test_bad_input(make, match):
     with pytest.raises(ValueError, match=match):
@@ -94,8 +99,18 @@ def test_cli_json_and_errors(capsys):
     assert out["assumptions"] and out["why"]
     assert main(["plan", "--model", "gpt2-small", "--nodes", "1"]) == 0
     assert "Best:" in capsys.readouterr().out
-    for bad, words in ((["--nodes", "0"], "nodes"), (["--mfu", "1.5"], "mfu"), (["--zero", "x"], "--zero"),
-                       (["--top", "0"], "--top")):
+    for bad, words in ((["--nodes", "0"], "nodes"), (["--mfu", "1.5"], "mfu"), (["--mfu", "0"], "mfu"),
+                       (["--zero", "x"], "--zero"), (["--top", "0"], "--top"), (["--pp", "3"], "40 layers"),
+                       (["--tp", "3"], "40 attention heads"), (["--micro-batches", "0"], "micro_batches (m)")):
         assert main(["plan", *bad]) == 2
         err = capsys.readouterr().err
         assert err.startswith("aihw: error:") and words in err and err.count("\n") == 1
+
+
+def test_pinned_degrees_and_micro_batches():
+    pinned = plan(PlanConfig(model="llama-2-13b", cluster=Cluster(nodes=2), global_batch=64, seq=2048, tp=4,
+                             pp=2, micro_batches=32))
+    assert pinned.ranked and {(x.dp, x.tp, x.pp, x.micro_batches) for x in pinned.ranked} == {(2, 4, 2, 32)}
+    free = {(x.dp, x.tp, x.pp, x.zero, x.recompute): x.step_s for x in plan(CFG).ranked}
+    for x in pinned.ranked:  # pinning only filters: the same layouts cost the same
+        assert x.step_s == pytest.approx(free[(x.dp, x.tp, x.pp, x.zero, x.recompute)])

@@ -9,7 +9,9 @@ Every rank records what it did and when (``time.perf_counter``, one clock for al
 ``forward``, ``backward``, ``send`` (posting an asynchronous send) and ``recv``. A blocking receive is split
 after the run, using the sender's clock reading, into ``idle`` (waiting for the peer to send) and ``recv``
 (the transfer itself). Each forward also counts the bytes autograd saves for backward, so the peak of stored
-activations per stage is measured, not assumed.
+activations per stage is measured, not assumed. Each forward and backward also reads the thread's CPU clock
+(``time.thread_time``; one intra-op thread per rank, so the compute runs on that thread): CPU seconds over wall
+seconds below 1 mean the rank waited for a core (other programs, or more ranks than cores).
 
 Bubble convention: see :mod:`aihw.pipeline_sim` (idle share of the step, theory ``(p - 1) / (m + p - 1)``).
 """
@@ -67,6 +69,7 @@ class StageRunner:
         self.inputs, self.outputs, self.saved = {}, {}, {}
         self.events, self.transfers, self.pending = [], [], []
         self.loss, self.live_bytes, self.peak_bytes, self.peak_in_flight = 0.0, 0, 0, 0
+        self.cpu_s = 0.0  # thread CPU seconds spent in forward and backward
 
     def _log(self, kind: str, i: int, start: float, end: float) -> None:
         self.events.append(TimelineEvent(self.rank, kind, i, start - self.origin, end - self.origin))
@@ -78,11 +81,12 @@ class StageRunner:
             x, record = p2p.recv_forward(self.shape, rank=self.rank, micro_batch=i)
             self.transfers.append(record)
         last = self.rank == self.world - 1
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.thread_time()
         with SavedTensorCounter(self.stage) as counter:
             y = self.stage(x, self.targets[i] if last else None)
             if last:
                 y = y / self.cfg.micro_batches  # mean over the whole batch = mean of micro-batch means / m
+        self.cpu_s += time.thread_time() - cpu
         self._log("forward", i, start, time.perf_counter())
         self.saved[i] = counter.bytes
         self.live_bytes += counter.bytes
@@ -99,8 +103,9 @@ class StageRunner:
         if self.rank < self.world - 1:
             grad, record = p2p.recv_backward(self.shape, rank=self.rank, micro_batch=i)
             self.transfers.append(record)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.thread_time()
         torch.autograd.backward(self.outputs.pop(i), grad)
+        self.cpu_s += time.thread_time() - cpu
         self._log("backward", i, start, time.perf_counter())
         self.live_bytes -= self.saved[i]
         x = self.inputs.pop(i)
@@ -150,6 +155,7 @@ class StageRun:
     peak_saved_bytes: int  # most bytes autograd held for backward at once
     saved_bytes_per_micro_batch: int
     grads: dict  # name -> tensor, unsplit-model names
+    compute_cpu_s: float = 0.0  # thread CPU seconds in forward + backward (wall seconds: the events)
 
 
 def _one_step(stage, ctx, cfg: PipelineConfig) -> StageRunner:
@@ -186,7 +192,7 @@ def pipeline_worker(ctx, configs: Sequence[PipelineConfig]) -> list[StageRun]:
         last = ctx.rank == ctx.world_size - 1
         runs.append(StageRun(ctx.rank, cfg, tuple(runner.events), tuple(runner.transfers), runner.origin,
                              runner.loss if last else None, runner.peak_in_flight, runner.peak_bytes,
-                             runner.saved[0], stage_grads(stage)))
+                             runner.saved[0], stage_grads(stage), runner.cpu_s))
     return runs
 
 
@@ -245,7 +251,12 @@ def stage_times(runs: Sequence[StageRun]) -> tuple[np.ndarray, np.ndarray]:
 
 def summary(runs: Sequence[StageRun]) -> dict:
     """Measured bubble next to the closed form and the simulator fed with the measured stage times;
-    peak stored activations per stage, measured and predicted."""
+    peak stored activations per stage, measured and predicted.
+
+    Also ``imbalance`` (slowest stage's forward + backward over the mean: the closed form assumes 1) and
+    ``cpu_per_wall`` (CPU seconds over wall seconds of all compute: below 1, ranks waited for a core) and
+    ``bubble_simulated_cpu`` (the simulator fed with CPU seconds: each stage on a core of its own).
+    """
     from aihw.pipeline_sim import simulate
 
     cfg, p = runs[0].config, len(runs)
@@ -253,7 +264,13 @@ def summary(runs: Sequence[StageRun]) -> dict:
     fwd, bwd = stage_times(runs)
     sim = simulate(cfg.schedule, p, m, forward_s=fwd, backward_s=bwd)
     predicted = [peak_in_flight(cfg.schedule, p, m, r.rank) for r in runs]
-    return {"schedule": cfg.schedule, "p": p, "m": m, "step_s": timeline(runs)[1],
+    per_stage = fwd + bwd
+    cpu_share = np.array([r.compute_cpu_s for r in runs]) / (m * per_stage)  # per rank, CPU / wall
+    own_core = simulate(cfg.schedule, p, m, forward_s=fwd * cpu_share, backward_s=bwd * cpu_share)
+    return {"imbalance": float(per_stage.max() / per_stage.mean()),
+            "cpu_per_wall": float(np.sum(cpu_share * per_stage) / per_stage.sum()),
+            "bubble_simulated_cpu": own_core.bubble,
+            "schedule": cfg.schedule, "p": p, "m": m, "step_s": timeline(runs)[1],
             "bubble_measured": measured_bubble(runs), "bubble_theory": bubble_fraction(p, m),
             "bubble_simulated": sim.bubble, "forward_s": fwd.tolist(), "backward_s": bwd.tolist(),
             "peak_in_flight_measured": [r.peak_in_flight for r in runs], "peak_in_flight_predicted": predicted,

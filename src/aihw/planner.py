@@ -24,6 +24,7 @@ node when ``tp`` divides the chips per node. No communication is overlapped with
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from aihw import collective_cost as cc
@@ -82,10 +83,14 @@ class PlanConfig:
     zero_stages: tuple[int, ...] = (0, 1, 2, 3)
     recompute: tuple[str, ...] = RECOMPUTE
     memory_fraction: float = 0.9  # usable share of each chip's memory (the rest: framework, fragmentation)
+    tp: int | None = None  # pin the tensor-parallel degree (None: every one that fits the model and nodes)
+    pp: int | None = None  # pin the pipeline stages (None: every divisor of the layers)
+    micro_batches: int | None = None  # pin m, micro-batches per pipeline and step (None: whatever dp gives)
 
     def __post_init__(self) -> None:
         if isinstance(self.model, str):
             object.__setattr__(self, "model", get_preset(self.model))
+        _check_pins(self)
         require_positive("global_batch", self.global_batch, integer=True)
         require_positive("micro_batch", self.micro_batch, integer=True)
         if self.seq is not None:
@@ -169,13 +174,35 @@ def _times(cfg: PlanConfig, dp: int, tp: int, pp: int, zero: int, recompute: str
     return times, model_flops * tokens / (sum(times.values()) * cl.devices * peak)
 
 
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _check_pins(cfg: PlanConfig) -> None:
+    """Pinned degrees must suit the model and the cluster; ValueError naming the value and what would do."""
+    m, n = cfg.model, cfg.cluster.devices
+    for name in ("tp", "pp", "micro_batches"):
+        if getattr(cfg, name) is not None:
+            require_positive("micro_batches (m)" if name == "micro_batches" else name, getattr(cfg, name), integer=True)
+    if cfg.tp is not None and (m.heads % cfg.tp or m.hidden % cfg.tp):
+        raise ValueError(f"tp={cfg.tp} must divide the {m.heads} attention heads and the hidden size {m.hidden} "
+                         f"of {m.name}; possible: {_divisors(math.gcd(m.heads, m.hidden))}")
+    if cfg.pp is not None and m.layers % cfg.pp:
+        raise ValueError(f"pp={cfg.pp} stages must divide the {m.layers} layers of {m.name}; "
+                         f"possible: {_divisors(m.layers)}")
+    pinned = (cfg.tp or 1) * (cfg.pp or 1)
+    if n % pinned:
+        raise ValueError(f"tp x pp = {pinned} must divide the cluster's {n} chips")
+
+
 def _degrees(cfg: PlanConfig) -> list[tuple[int, int, int]]:
     n, cpn, m = cfg.cluster.devices, cfg.cluster.chips_per_node, cfg.model
     out = []
-    for tp in (d for d in range(1, n + 1) if n % d == 0 and m.heads % d == 0):
+    for tp in (d for d in range(1, n + 1) if n % d == 0 and m.heads % d == 0 and cfg.tp in (None, d)):
         if cpn % tp and tp % cpn:  # a TP group must tile nodes exactly
             continue
-        for pp in (d for d in range(1, n // tp + 1) if (n // tp) % d == 0 and m.layers % d == 0):
+        for pp in (d for d in range(1, n // tp + 1) if (n // tp) % d == 0 and m.layers % d == 0
+                   and cfg.pp in (None, d)):
             out.append((n // (tp * pp), tp, pp))
     return out
 
@@ -190,6 +217,10 @@ def enumerate_layouts(cfg: PlanConfig) -> tuple[list[Layout], list[tuple[str, st
                              f"of dp x micro_batch = {dp * cfg.micro_batch}"))
             continue
         m = cfg.global_batch // (dp * cfg.micro_batch)
+        if cfg.micro_batches not in (None, m):
+            rejected.append((f"DP{dp} x TP{tp} x PP{pp}", f"m = global_batch / (dp x micro_batch) = {m}, "
+                             f"not the requested {cfg.micro_batches}"))
+            continue
         for zero in (z for z in cfg.zero_stages if dp > 1 or z == min(cfg.zero_stages)):
             for recompute in cfg.recompute:
                 mem = estimate(MemoryConfig(model=cfg.model, precision=cfg.precision, optimizer=cfg.optimizer,

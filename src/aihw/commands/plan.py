@@ -22,6 +22,10 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--global-batch", type=int, default=512, help="sequences per optimizer step")
     parser.add_argument("--seq", type=int, default=None, help="tokens per sequence (default: model context)")
     parser.add_argument("--micro-batch", type=int, default=1, help="sequences per micro-batch")
+    parser.add_argument("--tp", type=int, default=None, help="pin the tensor-parallel degree (default: try all)")
+    parser.add_argument("--pp", type=int, default=None, help="pin the pipeline stages (default: try all)")
+    parser.add_argument("--micro-batches", type=int, default=None,
+                        help="pin m, micro-batches per pipeline and step (default: global batch / (dp x micro-batch))")
     parser.add_argument("--mfu", type=float, default=0.4, help="fraction of dense peak reached, in (0, 1]")
     parser.add_argument("--precision", default="bf16", help="bf16, fp16, tf32 or fp32")
     parser.add_argument("--optimizer", default="adamw", help="adamw, adam, sgd_momentum, sgd, adam8bit")
@@ -47,7 +51,8 @@ def config_from_args(args: argparse.Namespace) -> PlanConfig:
     return PlanConfig(model=args.model, cluster=cluster, global_batch=args.global_batch, seq=args.seq,
                       micro_batch=args.micro_batch, mfu=args.mfu, precision=args.precision,
                       optimizer=args.optimizer, zero_stages=_int_list("zero", args.zero), recompute=recompute,
-                      memory_fraction=args.memory_fraction)
+                      memory_fraction=args.memory_fraction, tp=args.tp, pp=args.pp,
+                      micro_batches=args.micro_batches)
 
 
 def _table(result: dict) -> str:
