@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -187,5 +188,5 @@ def test_demo_worker_runs_under_torchrun():
                "-m", "aihw._demo_workers"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=90)
     assert done.returncode == 0, done.stderr[-2000:]
-    lines = sorted(line for line in done.stdout.splitlines() if line.startswith("rank "))
+    lines = sorted(re.findall(r"rank \d/2 backend=\w+ total=\d+ expected=\d+", done.stdout))
     assert lines == ["rank 0/2 backend=gloo total=3 expected=3", "rank 1/2 backend=gloo total=3 expected=3"]

@@ -9,6 +9,7 @@ all-reduce under torchrun with::
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 import torch
@@ -55,8 +56,10 @@ def exit_on_rank(ctx: RankContext, bad_rank: int = 1, code: int = 3) -> int:
 
 def _main() -> None:
     result = run_under_torchrun(all_reduce_sum)
-    print(f"rank {result['rank']}/{result['world_size']} backend={result['backend']} "
-          f"total={result['total']:g} expected={expected_sum(result['world_size']):g}", flush=True)
+    line = (f"rank {result['rank']}/{result['world_size']} backend={result['backend']} "
+            f"total={result['total']:g} expected={expected_sum(result['world_size']):g}\n")
+    sys.stdout.write(line)  # one write per line: ranks share the pipe, print() may split text and newline
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":

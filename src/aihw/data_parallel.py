@@ -20,6 +20,7 @@ import argparse
 import functools
 import hashlib
 import os
+import sys
 import time
 from dataclasses import asdict, dataclass
 
@@ -292,15 +293,16 @@ def _main() -> None:
     args = parser.parse_args()
     config = DPConfig(mode=args.mode, steps=args.steps, global_batch=args.global_batch)
     out = run_under_torchrun(train_worker, config)
+    lines = []
     if out["rank"] == 0:  # e.g. "gloo: 2 ranks but 1 GPU; NCCL needs one GPU per rank; tensors stay on the CPU"
         local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", out["world_size"]))  # set by torchrun
-        print(f"backend {pick_backend(local_ranks).reason}", flush=True)
-    print(f"rank {out['rank']}/{out['world_size']} mode={out['mode']} backend={out['backend']} "
-          f"loss {out['losses'][0]:.4f} -> {out['losses'][-1]:.4f} weights_sha256={out['weights_sha256']}",
-          flush=True)
+        lines.append(f"backend {pick_backend(local_ranks).reason}")
+    lines.append(f"rank {out['rank']}/{out['world_size']} mode={out['mode']} backend={out['backend']} "
+                 f"loss {out['losses'][0]:.4f} -> {out['losses'][-1]:.4f} weights_sha256={out['weights_sha256']}")
     if out["rank"] == 0:
-        print({"config": asdict(config)}, flush=True)
-
+        lines.append(str({"config": asdict(config)}))
+    sys.stdout.write("\n".join(lines) + "\n")  # one write: the ranks share stdout, so lines must not interleave
+    sys.stdout.flush()
 
 if __name__ == "__main__":
     _main()
