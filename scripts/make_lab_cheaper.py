@@ -1,7 +1,6 @@
 """Writes labs/cheaper_lab.ipynb (kept as a script so the lab's cells are reviewable as code)."""
-import nbformat as nbf
+from labgen import SETUP, code, md, write_lab
 
-md, code = nbf.v4.new_markdown_cell, nbf.v4.new_code_cell
 cells = [
     md("""# Lab: Making a model cheaper
 
@@ -14,13 +13,7 @@ from the step size, (3) measure real INT8 against fp32, (4) prune it three ways 
 (6) check three answers of your own. Widgets need a running kernel; below each one the default result is drawn
 as an ordinary figure, so the page makes sense without one. The whole notebook runs in well under a minute on
 two CPU cores."""),
-    code("""# Set-up: on a GPU runtime (e.g. Colab) this installs the course package; a preinstalled torch is kept as is.
-try:
-    import aihw
-except ImportError:
-    %pip install -q "aihw[labs] @ git+https://github.com/aihw-course/aihw"
-    import aihw
-import matplotlib.pyplot as plt
+    code(SETUP + """import matplotlib.pyplot as plt
 import torch
 
 from aihw import digits, distill, prune, quantize_model
@@ -132,7 +125,4 @@ check(answer_3, digits.linear_flops(variants["−75% neurons"], 1), rel_tol=0, u
 assert all(s.ok for s in solutions), [str(s) for s in solutions]
 print("all solutions check out")"""),
 ]
-nb = nbf.v4.new_notebook(cells=cells, metadata={
-    "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-    "language_info": {"name": "python"}})
-nbf.write(nb, "labs/cheaper_lab.ipynb")
+write_lab("cheaper_lab", cells)

@@ -1,7 +1,6 @@
 """Writes labs/data_parallel_lab.ipynb (kept as a script so the lab's cells are reviewable as code)."""
-import nbformat as nbf
+from labgen import SETUP, code, md, write_lab
 
-md, code = nbf.v4.new_markdown_cell, nbf.v4.new_code_cell
 cells = [
     md("""# Lab: Data parallelism and collectives
 
@@ -13,13 +12,7 @@ You will (1) predict all-reduce times with the alpha-beta model, (2) measure you
 GPU and TPU clusters, and (5) check three answers of your own. Widgets need a running kernel; below each widget
 the default result is also drawn as an ordinary figure. Every run uses one thread per worker process: with more
 workers than CPU cores, workers take turns on the cores and the timings say so."""),
-    code("""# Set-up: on a GPU runtime (e.g. Colab) this installs the course package; a preinstalled torch is kept as is.
-try:
-    import aihw
-except ImportError:
-    %pip install -q "aihw[labs] @ git+https://github.com/aihw-course/aihw"
-    import aihw
-import os
+    code(SETUP + """import os
 
 import matplotlib.pyplot as plt
 import torch
@@ -134,7 +127,4 @@ check(answer_4, expected_4, rel_tol=0.001, unit="bytes", hint="2(p-1) steps, eac
 assert all(s.ok for s in solutions), [str(s) for s in solutions]
 print("all solutions check out")"""),
 ]
-nb = nbf.v4.new_notebook(cells=cells, metadata={
-    "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-    "language_info": {"name": "python"}})
-nbf.write(nb, "labs/data_parallel_lab.ipynb")
+write_lab("data_parallel_lab", cells)

@@ -1,7 +1,6 @@
 """Writes labs/model_parallel_lab.ipynb (kept as a script so the lab's cells are reviewable as code)."""
-import nbformat as nbf
+from labgen import SETUP, code, md, write_lab
 
-md, code = nbf.v4.new_markdown_cell, nbf.v4.new_code_cell
 cells = [
     md("""# Lab: Model, pipeline and tensor parallelism
 
@@ -13,13 +12,7 @@ on this machine and compare the measured timeline with the simulated one, (3) ch
 block computes exactly what the dense block computes, and count its all-reduces, and (4) let the planner
 pick a layout for a real model on a real cluster. Widgets need a running kernel; each one's default result is
 also drawn below it as an ordinary figure."""),
-    code("""# Set-up: on a GPU runtime (e.g. Colab) this installs the course package; a preinstalled torch is kept as is.
-try:
-    import aihw
-except ImportError:
-    %pip install -q "aihw[labs] @ git+https://github.com/aihw-course/aihw"
-    import aihw
-import matplotlib.pyplot as plt
+    code(SETUP + """import matplotlib.pyplot as plt
 import torch
 from IPython.display import HTML, display
 
@@ -150,7 +143,4 @@ check(answer_4, pipeline_sim.simulate("1f1b", 4, 8).bubble / pipeline_sim.simula
 assert all(s.ok for s in solutions), [str(s) for s in solutions]
 print("all solutions check out")"""),
 ]
-nb = nbf.v4.new_notebook(cells=cells, metadata={
-    "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-    "language_info": {"name": "python"}})
-nbf.write(nb, "labs/model_parallel_lab.ipynb")
+write_lab("model_parallel_lab", cells)

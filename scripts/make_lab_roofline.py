@@ -1,7 +1,6 @@
 """Writes labs/roofline_systolic.ipynb (kept as a script so the lab's cells are reviewable as code)."""
-import nbformat as nbf
+from labgen import SETUP, code, md, write_lab
 
-md, code = nbf.v4.new_markdown_cell, nbf.v4.new_code_cell
 cells = [
     md("""# Lab: Rooflines and systolic arrays
 
@@ -12,13 +11,7 @@ You will (1) predict with the roofline model where operations sit on real chips,
 systolic array cycle by cycle and count its accesses, (3) measure your own machine and put it on the same plot,
 and (4) check three answers of your own. Widgets need a running kernel; below each widget the default result is
 also drawn as an ordinary figure, so the page makes sense without one."""),
-    code("""# Set-up: on a GPU runtime (e.g. Colab) this installs the course package; a preinstalled torch is kept as is.
-try:
-    import aihw  # noqa: F401  (imported to check it is installed)
-except ImportError:
-    %pip install -q "aihw[labs] @ git+https://github.com/aihw-course/aihw"
-    import aihw  # noqa: F401  (imported to check it is installed)
-import matplotlib.pyplot as plt
+    code(SETUP + """import matplotlib.pyplot as plt
 import numpy as np
 from aihw import hardware, roofline, simt, systolic
 from aihw.exercises import check
@@ -124,7 +117,4 @@ check(answer_3, systolic.predicted_cycles(4, 3, 3, size=3, dataflow="weight-stat
 assert all(s.ok for s in solutions), [str(s) for s in solutions]
 print("all solutions check out")"""),
 ]
-nb = nbf.v4.new_notebook(cells=cells, metadata={
-    "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-    "language_info": {"name": "python"}})
-nbf.write(nb, "labs/roofline_systolic.ipynb")
+write_lab("roofline_systolic", cells)
