@@ -1,6 +1,5 @@
 """The shared subject: the digits data, the MLP, its cache and the three measurements."""
 
-import time
 
 import pytest
 import torch
@@ -34,7 +33,6 @@ def test_training_is_seeded_and_accurate(data):
 
 
 def test_cache_reuses_and_never_mixes_configs(data, tmp_path):
-    start = time.perf_counter()
     first, _ = digits.trained_mlp(SMALL, data=data, cache_dir=tmp_path)
     files = list(tmp_path.glob("digits-mlp-*.pt"))
     assert len(files) == 1
@@ -42,8 +40,7 @@ def test_cache_reuses_and_never_mixes_configs(data, tmp_path):
     assert all(torch.equal(p, q) for p, q in zip(first.parameters(), second.parameters(), strict=True))
     other = digits.TrainConfig(hidden=(32,), epochs=9)
     digits.trained_mlp(other, data=data, cache_dir=tmp_path)
-    assert len(list(tmp_path.glob("digits-mlp-*.pt"))) == 2
-    assert time.perf_counter() - start < 30
+    assert len(list(tmp_path.glob("digits-mlp-*.pt"))) == 2  # (training time: bench/bench_cheaper.py)
 
 
 def test_cache_key_covers_every_field():
