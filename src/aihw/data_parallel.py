@@ -31,7 +31,7 @@ from torch import nn
 
 from aihw._validate import require_choice, require_positive
 from aihw.device import pick_backend
-from aihw.launch import LaunchConfig, RankContext, launch, run_under_torchrun
+from aihw.launch import LaunchConfig, RankContext, launch, launch_each, run_under_torchrun
 
 MODES = ("naive", "bucketed", "ddp")
 CPU = torch.device("cpu")
@@ -200,15 +200,6 @@ def train_worker(ctx: RankContext, config: DPConfig) -> dict:
             "grad_bytes": sum(p.numel() * p.element_size() for p in model.parameters()), **result}
 
 
-def train_modes_worker(ctx: RankContext, configs: tuple[DPConfig, ...]) -> list[dict]:
-    """Run :func:`train_worker` once per config in the same ranks (one start-up for several runs)."""
-    results = []
-    for config in configs:
-        dist.barrier()
-        results.append(train_worker(ctx, config))
-    return results
-
-
 def train_single(config: DPConfig) -> dict:
     """The reference: one process, no communication, the whole global batch per step."""
     model = make_model(config)
@@ -244,10 +235,9 @@ def run(config: DPConfig = DPConfig(), *, world_size: int = 2, timeout_s: float 
 def run_modes(configs: tuple[DPConfig, ...], *, world_size: int = 2, timeout_s: float = 180.0
               ) -> list[list[dict]]:
     """Launch once, train each config in turn; ``result[i][rank]`` is config i's result on ``rank``."""
-    per_rank = launch(train_modes_worker, tuple(configs),
-                      config=LaunchConfig(world_size=world_size, timeout_s=timeout_s))
-    return [_with_backend_reason([per_rank[rank][i] for rank in range(world_size)], world_size)
-            for i in range(len(configs))]
+    per_config = launch_each(train_worker, tuple(configs),
+                             config=LaunchConfig(world_size=world_size, timeout_s=timeout_s))
+    return [_with_backend_reason(results, world_size) for results in per_config]
 
 
 def summarize(per_rank: list[dict], *, skip: int = 2) -> dict:

@@ -303,6 +303,23 @@ def _stop_all(processes: list, *, patience_s: float) -> None:
         process.join()
 
 
+def _run_each(ctx: RankContext, worker: Callable, configs: tuple) -> list:
+    results = []
+    for config in configs:
+        dist.barrier()  # no rank starts a config while another still times the previous one
+        results.append(worker(ctx, config))
+    return results
+
+
+def launch_each(worker: Callable, configs: tuple, *, config: LaunchConfig) -> list[list]:
+    """Run ``worker(ctx, c)`` for each ``c`` in ``configs`` inside ONE launch (one start-up for many runs).
+
+    Returns ``result[i][rank]``: config i's result on ``rank``. ``worker`` must be module-level, as for launch.
+    """
+    per_rank = launch(_run_each, worker, tuple(configs), config=config)
+    return [[per_rank[rank][i] for rank in range(config.world_size)] for i in range(len(configs))]
+
+
 def run_under_torchrun(fn: Callable, *args: Any, backend: str = "auto") -> object:
     """Run ``fn(ctx, *args)`` in a process started by torchrun (which sets RANK, WORLD_SIZE, ...).
 

@@ -26,7 +26,7 @@ from torch import nn
 from aihw._validate import require_choice, require_positive
 from aihw.collectives import chunk_bounds, ring_all_gather, ring_reduce_scatter
 from aihw.data_parallel import DPConfig, digits_batch, make_model
-from aihw.launch import LaunchConfig, RankContext, launch
+from aihw.launch import LaunchConfig, RankContext, launch_each
 from aihw.memory import MemoryConfig, estimate
 
 METHODS = ("dp", "zero1", "fsdp")
@@ -175,18 +175,7 @@ def compare_memory(results: list[dict]) -> list[dict]:
     return rows
 
 
-def zero_methods_worker(ctx: RankContext, configs: tuple[ZeroConfig, ...]) -> list[dict]:
-    """Run :func:`zero_worker` once per config in the same ranks."""
-    results = []
-    for config in configs:
-        dist.barrier()
-        results.append(zero_worker(ctx, config))
-    return results
-
-
 def run(configs: tuple[ZeroConfig, ...] = (ZeroConfig(),), *, world_size: int = 2, timeout_s: float = 180.0
         ) -> list[list[dict]]:
     """Launch once, run each config in turn; ``result[i][rank]`` is config i's result on ``rank``."""
-    per_rank = launch(zero_methods_worker, tuple(configs),
-                      config=LaunchConfig(world_size=world_size, timeout_s=timeout_s))
-    return [[per_rank[rank][i] for rank in range(world_size)] for i in range(len(configs))]
+    return launch_each(zero_worker, tuple(configs), config=LaunchConfig(world_size=world_size, timeout_s=timeout_s))
