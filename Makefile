@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 TORCH_CPU := torch==2.13.0
 
-.PHONY: setup book test test-unit test-labs test-book lint bench clean browser-deps
+.PHONY: setup book test test-unit test-labs test-book lint labs bench clean browser-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,7 +37,12 @@ test-labs: setup
 	$(BIN)/python -m pytest --nbval-lax --nbval-cell-timeout=300 labs -q -p no:cacheprovider
 
 lint: setup
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check src tests bench labs scripts
+	$(BIN)/python scripts/labs.py check
+
+# Rewrite every labs/*.ipynb from its text source labs/*.py (jupytext py:percent), outputs stripped.
+labs: setup
+	$(BIN)/python scripts/labs.py sync
 
 test: setup browser-deps lint test-book test-unit test-labs
 	@echo "all test stages passed"

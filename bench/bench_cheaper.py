@@ -19,7 +19,8 @@ from pathlib import Path
 
 import torch
 
-from aihw import digits, quantize_model
+from aihw.cheaper import quantize_model
+from aihw.models import digits
 
 TARGET_SPEEDUP, TARGET_DROP_POINTS, TARGET_SIZE_RATIO = 1.5, 1.0, 4.0
 BATCHES = (1, 16, 64, 256, 1024)

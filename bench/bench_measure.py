@@ -1,4 +1,4 @@
-"""Measure this machine with aihw.measure's default config and print what it found.
+"""Measure this machine with aihw.measure.roofline's default config and print what it found.
 
 Run: .venv/bin/python bench/bench_measure.py  (GFLOP/s = 1e9 FLOP/s, GB/s = 1e9 bytes/s, copy counts
 read + write bytes).
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from aihw.measure import MeasureConfig, measure_device
+from aihw.measure.roofline import MeasureConfig, measure_device
 
 
 def main() -> None:

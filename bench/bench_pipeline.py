@@ -25,8 +25,8 @@ import argparse
 import os
 import time
 
-from aihw.pipeline import PipelineConfig, run_pipeline, summary, timeline, torch_pipelining_worker
-from aihw.tinygpt import TinyGPTConfig
+from aihw.models.tinygpt import TinyGPTConfig
+from aihw.parallel.pipeline import PipelineConfig, run_pipeline, summary, timeline, torch_pipelining_worker
 
 TARGET = 0.15  # |measured / theory - 1| for m >= 4
 
@@ -77,7 +77,7 @@ def bench_bubble(schedule: str, width: int, micro_batch_size: int, steps: int) -
 
 
 def bench_torch_pipelining(width: int, micro_batch_size: int) -> None:
-    from aihw.launch import LaunchConfig, launch
+    from aihw.parallel.launch import LaunchConfig, launch
 
     model = TinyGPTConfig(width=width, depth=6, heads=4, seq_len=128)
     print("\naihw schedules vs torch.distributed.pipelining (p=2, m=4, gloo), fastest step:")

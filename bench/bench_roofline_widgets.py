@@ -15,8 +15,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from aihw.plots.roofline import plot_roofline  # noqa: E402
-from aihw.widgets import roofline_lab  # noqa: E402
+from aihw.plots.gpus_vs_tpus import plot_roofline  # noqa: E402
+from aihw.widgets import gpus_vs_tpus_lab  # noqa: E402
 from aihw.widgets._common import figure_png  # noqa: E402
 
 TARGET_S = 0.100
@@ -38,25 +38,25 @@ def main() -> None:
     A, B = rng.integers(-3, 4, (4, 3)), rng.integers(-3, 4, (3, 3))
 
     def report() -> None:
-        roofline_lab.roofline_report(chips, "bf16", 4096, 4096, 4096)
+        gpus_vs_tpus_lab.roofline_report(chips, "bf16", 4096, 4096, 4096)
 
     def report_and_figure() -> None:
-        estimates, _ = roofline_lab.roofline_report(chips, "bf16", 4096, 4096, 4096)
+        estimates, _ = gpus_vs_tpus_lab.roofline_report(chips, "bf16", 4096, 4096, 4096)
         fig = plot_roofline([c for c, _ in estimates], "bf16", ops=[estimates[0][1]])
         fig.canvas.draw()  # render, as the notebook's inline backend does
         plt.close(fig)
 
     def stepper_frame() -> None:
-        fig, _ = roofline_lab.systolic_step(A, B, size=3, dataflow="weight-stationary", cycle=5)
+        fig, _ = gpus_vs_tpus_lab.systolic_step(A, B, size=3, dataflow="weight-stationary", cycle=5)
         figure_png(fig)
 
-    stepper = roofline_lab.systolic_stepper()
+    stepper = gpus_vs_tpus_lab.systolic_stepper()
     slider = next(w for w in stepper.children[1].children if type(w).__name__ == "IntSlider")
 
     def stepper_update() -> None:
         slider.value = (slider.value + 1) % (slider.max + 1)
 
-    box = roofline_lab.roofline_explorer(chips=chips)
+    box = gpus_vs_tpus_lab.roofline_explorer(chips=chips)
     m_box = next(w for w in box.children[0].children[1].children if getattr(w, "description", "") == "M")
 
     def explorer_update() -> None:

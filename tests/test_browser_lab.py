@@ -24,7 +24,7 @@ from browser_support import REPO, block_external, chromium_browser, free_port, r
 
 pytestmark = pytest.mark.browser
 
-NOTEBOOK = REPO / "labs" / "roofline_systolic.ipynb"
+NOTEBOOK = REPO / "labs" / "gpus_vs_tpus_lab.ipynb"
 SCREENSHOT = Path(tempfile.gettempdir()) / "aihw_lab_browser.png"
 START_TIMEOUT_S = 60
 RUN_TIMEOUT_S = 180

@@ -8,7 +8,7 @@ import matplotlib  # noqa: E402
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from aihw import digits  # noqa: E402
+from aihw.models import digits  # noqa: E402
 from aihw.widgets import cheaper_lab  # noqa: E402
 
 

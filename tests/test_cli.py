@@ -14,7 +14,7 @@ def run(capsys, *argv):
 
 
 def test_hardware_list_shows_every_chip(capsys):
-    from aihw.hardware import list_chips
+    from aihw.catalogue.hardware import list_chips
 
     code, out, _ = run(capsys, "hardware", "list")
     assert code == 0

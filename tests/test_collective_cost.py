@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aihw import collective_cost as cc
-from aihw.networks import get_network, load_networks, parse_networks
+from aihw.catalogue.networks import get_network, load_networks, parse_networks
 
 LINK = cc.LinkModel(alpha_s=5e-6, bandwidth_bytes_per_s=100e9, name="test")
 worlds = st.integers(min_value=2, max_value=4096)
@@ -135,7 +135,7 @@ def test_cluster_extrapolation_orders_the_layouts():
 
 
 def test_analytic_modules_do_not_load_torch():
-    code = ("import sys, aihw.collective_cost as c, aihw.networks; c.cluster_estimates(1e9); "
+    code = ("import sys, aihw.collective_cost as c, aihw.catalogue.networks; c.cluster_estimates(1e9); "
             "sys.exit(1 if {'torch', 'matplotlib', 'ipywidgets'} & set(sys.modules) else 0)")
     assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0
 

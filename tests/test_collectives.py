@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from aihw import collectives, collectives_bench
-from aihw.collectives import chunk_bounds, compare_with_builtin
-from aihw.launch import LaunchConfig, WorkerError, launch
+from aihw.parallel import collectives, collectives_bench
+from aihw.parallel.collectives import chunk_bounds, compare_with_builtin
+from aihw.parallel.launch import LaunchConfig, WorkerError, launch
 
 pytestmark = pytest.mark.distributed
 ALGORITHMS = ("naive", "ring", "tree", "recursive-doubling")

@@ -1,7 +1,7 @@
 import pytest
 
-from aihw import compare
-from aihw.hardware import get_chip, list_chips
+from aihw.catalogue import compare
+from aihw.catalogue.hardware import get_chip, list_chips
 
 
 def test_headline_rows_cover_catalogue_and_compute_ridge():

@@ -8,8 +8,8 @@ import time
 import pytest
 import torch
 
-from aihw import data_parallel as dp
-from aihw.launch import LaunchConfig, WorkerError, launch
+from aihw.parallel import data_parallel as dp
+from aihw.parallel.launch import LaunchConfig, WorkerError, launch
 
 pytestmark = pytest.mark.distributed
 STEPS = 10

@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from aihw.device import BackendChoice, describe_device, pick_backend, pick_device
+from aihw.measure.device import BackendChoice, describe_device, pick_backend, pick_device
 
 requires_no_gpu = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only answers")
 

@@ -4,7 +4,7 @@
 import pytest
 import torch
 
-from aihw import digits
+from aihw.models import digits
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,8 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from aihw import digits, distill
+from aihw.cheaper import distill
+from aihw.models import digits
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,8 @@ matplotlib.use("Agg")
 import pytest  # noqa: E402
 
 from aihw import collective_cost as cc  # noqa: E402
-from aihw.plots import collectives as plots  # noqa: E402
-from aihw.widgets import dp_lab  # noqa: E402
+from aihw.plots import data_parallel as plots  # noqa: E402
+from aihw.widgets import data_parallel_lab  # noqa: E402
 
 
 def _fake_rows(world_size: int = 2) -> list[dict]:
@@ -29,12 +29,12 @@ def _fake_rows(world_size: int = 2) -> list[dict]:
 
 def test_measurement_summary_survives_an_unfittable_algorithm():
     rows = [dict(r, time_s=4.096 / r["size_bytes"]) for r in _fake_rows() if r["algorithm"] == "ring"]  # shrinking
-    fits, table = dp_lab.measurement_summary(rows)
+    fits, table = data_parallel_lab.measurement_summary(rows)
     assert fits == {} and "nan" in table
 
 
 def test_measurement_summary_fits_each_algorithm():
-    fits, table = dp_lab.measurement_summary(_fake_rows())
+    fits, table = data_parallel_lab.measurement_summary(_fake_rows())
     assert set(fits) == {"ring", "builtin", "naive"}
     assert fits["ring"].alpha_s == pytest.approx(50e-6) and fits["naive"].bandwidth_bytes_per_s == pytest.approx(2e9)
     assert "<table>" in table and "R²" in table
@@ -43,17 +43,17 @@ def test_measurement_summary_fits_each_algorithm():
 
 
 def test_cluster_report_matches_the_model():
-    estimates, table = dp_lab.cluster_report(7e9, bytes_per_value=2, nodes=2, tpu_chips=16)
+    estimates, table = data_parallel_lab.cluster_report(7e9, bytes_per_value=2, nodes=2, tpu_chips=16)
     direct = cc.cluster_estimates(14e9, nodes=2, tpu_chips=16)
     assert [e.time_s for e in estimates] == [e.time_s for e in direct]
     assert "14.00 GB per replica" in table
     with pytest.raises(ValueError, match="params must be a positive"):
-        dp_lab.cluster_report(0)
+        data_parallel_lab.cluster_report(0)
     assert plots.plot_cluster_estimates(estimates).axes
 
 
 def test_cluster_panel_updates_live_and_shows_bad_input_inline():
-    panel = dp_lab.cluster_panel()
+    panel = data_parallel_lab.cluster_panel()
     top, err, table, _ = panel.children
     left, right = top.children
     size = left.children[0]
@@ -69,14 +69,14 @@ def test_cluster_panel_updates_live_and_shows_bad_input_inline():
 
 
 def test_run_panels_build_without_running():
-    collectives = dp_lab.collectives_panel()
-    training = dp_lab.training_panel()
+    collectives = data_parallel_lab.collectives_panel()
+    training = data_parallel_lab.training_panel()
     assert any(getattr(c, "description", "") == "Run measurement" for c in collectives.children)
     assert any(getattr(c, "description", "") == "Train" for c in training.children)
 
 
 def test_training_panel_reports_bad_batch_split_inline():
-    panel = dp_lab.training_panel(world_size=4)
+    panel = data_parallel_lab.training_panel(world_size=4)
     button = panel.children[2]
     err = panel.children[5]
     panel.children[0].children[1].value = 0  # steps = 0
@@ -96,7 +96,7 @@ def test_step_breakdown_and_loss_plots():
 
 @pytest.mark.distributed
 def test_training_panel_runs_and_fills_its_progress_bar():
-    panel = dp_lab.training_panel(world_size=1, mode="naive", steps=5)
+    panel = data_parallel_lab.training_panel(world_size=1, mode="naive", steps=5)
     button, bar, status, err = panel.children[2], panel.children[3], panel.children[4], panel.children[5]
     button.click()
     assert err.value == "", err.value
@@ -106,7 +106,7 @@ def test_training_panel_runs_and_fills_its_progress_bar():
 
 @pytest.mark.distributed
 def test_collectives_panel_measures_fits_and_fills_its_progress_bar():
-    panel = dp_lab.collectives_panel(world_size=2, algorithms=("ring", "builtin"), max_bytes=2**20)
+    panel = data_parallel_lab.collectives_panel(world_size=2, algorithms=("ring", "builtin"), max_bytes=2**20)
     button, bar, status, err, table = (panel.children[i] for i in (1, 2, 3, 4, 5))
     button.click()
     assert err.value == "", err.value

@@ -3,8 +3,8 @@ import pytest
 pytest.importorskip("torch")
 
 from aihw import scaling  # noqa: E402
-from aihw.flop_count import count_training_step  # noqa: E402
-from aihw.tinygpt import TinyGPTConfig  # noqa: E402
+from aihw.measure.flops import count_training_step  # noqa: E402
+from aihw.models.tinygpt import TinyGPTConfig  # noqa: E402
 
 
 def test_counted_training_flops_match_6n_plus_attention():

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aihw import hardware
-from aihw.hardware import PRECISIONS, Figure, get_chip, list_chips, load_catalogue
+from aihw.catalogue import hardware
+from aihw.catalogue.hardware import PRECISIONS, Figure, get_chip, list_chips, load_catalogue
 
 CHIPS = load_catalogue()
 REQUIRED = ("t4", "l4", "a100-40gb-sxm", "a100-80gb-sxm", "h100-sxm", "h100-pcie", "h200", "b200",

@@ -13,8 +13,15 @@ import types
 import pytest
 import torch
 
-from aihw import _demo_workers as workers
-from aihw.launch import STOP_GRACE_S, LaunchConfig, WorkerError, WorkerTimeout, launch, run_under_torchrun
+from aihw.parallel import _demo_workers as workers
+from aihw.parallel.launch import (
+    STOP_GRACE_S,
+    LaunchConfig,
+    WorkerError,
+    WorkerTimeout,
+    launch,
+    run_under_torchrun,
+)
 
 pytestmark = pytest.mark.distributed
 
@@ -185,7 +192,7 @@ def test_run_under_torchrun_outside_torchrun_says_how_to_start(monkeypatch):
 
 def test_demo_worker_runs_under_torchrun():
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-               "-m", "aihw._demo_workers"]
+               "-m", "aihw.parallel._demo_workers"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=90)
     assert done.returncode == 0, done.stderr[-2000:]
     lines = sorted(re.findall(r"rank \d/2 backend=\w+ total=\d+ expected=\d+", done.stdout))

@@ -3,8 +3,9 @@
 import pytest
 import torch
 
-from aihw.launch import LaunchConfig, launch
-from aihw.layer_parallel import (
+from aihw.models.tinygpt import TinyGPTConfig, random_batch
+from aihw.parallel.launch import LaunchConfig, launch
+from aihw.parallel.layer_parallel import (
     DeviceSplitModel,
     LayerParallelConfig,
     boundary_costs,
@@ -12,7 +13,6 @@ from aihw.layer_parallel import (
     reference_step,
     split_layers,
 )
-from aihw.tinygpt import TinyGPTConfig, random_batch
 
 CFG = TinyGPTConfig(width=32, depth=6, heads=4, seq_len=16)
 

@@ -10,10 +10,10 @@ import pytest
 import aihw
 
 # The analytic layer: standard library + numpy only (the CLI sits on it and must start fast).
-ANALYTIC = ["aihw", "aihw.hardware", "aihw.precision", "aihw.roofline", "aihw.systolic", "aihw.simt",
-            "aihw.exercises", "aihw.compare", "aihw.report", "aihw._validate", "aihw.scaling", "aihw.memory",
+ANALYTIC = ["aihw", "aihw.catalogue.hardware", "aihw.precision", "aihw.roofline", "aihw.systolic", "aihw.simt",
+            "aihw.exercises", "aihw.catalogue.compare", "aihw.report", "aihw._validate", "aihw.scaling", "aihw.memory",
             "aihw.model_presets", "aihw.memory_fit", "aihw.collective_cost", "aihw.pipeline_sim", "aihw.planner",
-            "aihw.networks",
+            "aihw.catalogue.networks",
             "aihw.cli"]
 ANALYTIC = [m for m in ANALYTIC if importlib.util.find_spec(m) is not None]
 HEAVY = ("torch", "matplotlib", "ipywidgets")

@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from aihw.measure import CopyPoint, DeviceMeasurement, MatmulPoint, MeasureConfig, measure_device
+from aihw.measure.roofline import CopyPoint, DeviceMeasurement, MatmulPoint, MeasureConfig, measure_device
 
 TINY = MeasureConfig(device="cpu", dtypes=("fp32",), matmul_sizes=(32, 64), copy_mib=(1,), repeats=2,
                      warmup=1, max_seconds=10.0)

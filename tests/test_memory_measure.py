@@ -4,14 +4,14 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from aihw.memory_measure import (  # noqa: E402
+from aihw.measure.memory import (  # noqa: E402
     MeasureConfig,
     SavedTensorCounter,
     compare,
     measure,
     storage_bytes,
 )
-from aihw.tinygpt import TinyGPTConfig  # noqa: E402
+from aihw.models.tinygpt import TinyGPTConfig  # noqa: E402
 
 torch.set_num_threads(2)
 

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from aihw import p2p
-from aihw.launch import LaunchConfig, launch
+from aihw.parallel import p2p
+from aihw.parallel.launch import LaunchConfig, launch
 
 
 def ping_pong(ctx):

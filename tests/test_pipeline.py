@@ -3,9 +3,10 @@
 import pytest
 import torch
 
-from aihw.launch import LaunchConfig, launch
-from aihw.layer_parallel import reference_step
-from aihw.pipeline import (
+from aihw.models.tinygpt import TinyGPTConfig
+from aihw.parallel.launch import LaunchConfig, launch
+from aihw.parallel.layer_parallel import reference_step
+from aihw.parallel.pipeline import (
     PipelineConfig,
     merged_grads,
     run_pipeline,
@@ -14,7 +15,6 @@ from aihw.pipeline import (
     torch_pipelining_worker,
 )
 from aihw.pipeline_sim import schedule_order
-from aihw.tinygpt import TinyGPTConfig
 
 MODEL = TinyGPTConfig(width=32, depth=6, heads=4, seq_len=16)
 CONFIGS = {  # p -> configs run in one launch

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+from aihw.catalogue.hardware import get_chip
 from aihw.cli import main
-from aihw.hardware import get_chip
 from aihw.memory import MemoryConfig, estimate
 from aihw.pipeline_sim import bubble_fraction
 from aihw.planner import Cluster, PlanConfig, flops_per_token, plan

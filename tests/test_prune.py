@@ -5,7 +5,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aihw import digits, prune
+from aihw.cheaper import prune
+from aihw.models import digits
 
 
 @pytest.fixture(scope="module")

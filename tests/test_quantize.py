@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aihw.quantize import (
+from aihw.cheaper.quantize import (
     DTYPES,
     PerChannel,
     PerGroup,
@@ -95,7 +95,7 @@ TENSORS = st.builds(lambda seed, scale, shift: torch.randn(12, 16, generator=tor
 @given(TENSORS, SCHEMES)
 def test_round_trip_error_is_at_most_half_a_step(x, scheme):
     qp = choose_qparams(x, scheme)
-    from aihw.quantize import _blocks
+    from aihw.cheaper.quantize import _blocks
 
     err = _blocks((x - dequantize(quantize(x, qp), qp)).abs(), scheme.granularity)
     half_step = qp.scale[:, None] / 2
@@ -134,7 +134,7 @@ def test_fp8_round_trip_relative_error(x, dtype, granularity):
     x_hat = dequantize(q, qp)
     mantissa = {"fp8_e4m3": 3, "fp8_e5m2": 2}[dtype]
     finfo = torch.finfo(q.dtype)
-    from aihw.quantize import _blocks, _unblocks
+    from aihw.cheaper.quantize import _blocks, _unblocks
 
     scale = _unblocks(_blocks(torch.ones_like(x), granularity) * qp.scale[:, None], tuple(x.shape), granularity)
     bound = torch.maximum(x.abs() * 2.0 ** -(mantissa + 1), scale * finfo.smallest_normal * 2.0 ** -(mantissa + 1))

@@ -3,8 +3,9 @@
 import pytest
 import torch
 
-from aihw import digits, quantize_model
-from aihw.quantize import PerChannel, PerGroup, QuantScheme
+from aihw.cheaper import quantize_model
+from aihw.cheaper.quantize import PerChannel, PerGroup, QuantScheme
+from aihw.models import digits
 
 
 @pytest.fixture(scope="module")

@@ -41,7 +41,7 @@ def test_more_compute_means_bigger_model_and_lower_loss(flops, factor):
 
 
 def test_training_run_time_and_cost():
-    from aihw.hardware import get_chip
+    from aihw.catalogue.hardware import get_chip
 
     h100 = get_chip("H100 SXM")
     run = scaling.training_run(1e21, h100, chips=8, mfu=0.5)

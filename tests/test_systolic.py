@@ -181,7 +181,7 @@ def test_plots_return_the_figure_of_the_given_axes():
     pytest.importorskip("matplotlib")
     from matplotlib.figure import Figure
 
-    from aihw.plots import systolic as plots
+    from aihw.plots import gpus_vs_tpus as plots
 
     A = np.arange(12).reshape(3, 4)
     result = sy.simulate(A, A.T, size=2)

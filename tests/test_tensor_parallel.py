@@ -3,9 +3,14 @@
 import pytest
 import torch
 
-from aihw.launch import LaunchConfig, launch
-from aihw.tensor_parallel import TensorParallelConfig, check_tp, tensor_parallel_worker, tp_comm_per_layer
-from aihw.tinygpt import TinyGPTConfig
+from aihw.models.tinygpt import TinyGPTConfig
+from aihw.parallel.launch import LaunchConfig, launch
+from aihw.parallel.tensor_parallel import (
+    TensorParallelConfig,
+    check_tp,
+    tensor_parallel_worker,
+    tp_comm_per_layer,
+)
 
 
 @pytest.mark.distributed

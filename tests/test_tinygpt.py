@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from aihw.tinygpt import TinyGPT, TinyGPTConfig, random_batch  # noqa: E402
+from aihw.models.tinygpt import TinyGPT, TinyGPTConfig, random_batch  # noqa: E402
 
 torch.set_num_threads(2)
 

@@ -25,7 +25,7 @@ def _start_nodes(port: int) -> list[subprocess.Popen]:
         [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--node-rank", str(node),
          "--nproc-per-node", "1", "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}",
          "--rdzv-id", run_id, "--max-restarts", "0",
-         "-m", "aihw.data_parallel", "--mode", "naive", "--steps", "5", "--global-batch", "16"],
+         "-m", "aihw.parallel.data_parallel", "--mode", "naive", "--steps", "5", "--global-batch", "16"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for node in (0, 1)]
 
 
@@ -54,7 +54,7 @@ def test_standalone_torchrun_trains_and_says_which_backend():
     # --standalone lets the rendezvous pick a free port itself: a port in use elsewhere cannot collide
     proc = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-         "-m", "aihw.data_parallel", "--mode", "ddp", "--steps", "3", "--global-batch", "16"],
+         "-m", "aihw.parallel.data_parallel", "--mode", "ddp", "--steps", "3", "--global-batch", "16"],
         capture_output=True, text=True, timeout=150)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = [line for line in proc.stdout.splitlines() if line.startswith("rank ")]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from aihw import zero
+from aihw.parallel import zero
 
 pytestmark = pytest.mark.distributed
 

@@ -2,9 +2,9 @@
 
 Layers, bottom to top (nothing imports upward):
 
-* analytic (standard library + numpy): :mod:`aihw.hardware`, :mod:`aihw.precision`,
+* analytic (standard library + numpy): :mod:`aihw.catalogue.hardware`, :mod:`aihw.precision`,
   :mod:`aihw.roofline`, :mod:`aihw.systolic`, :mod:`aihw.exercises`
-* torch experiments: :mod:`aihw.device`, :mod:`aihw.launch`, :mod:`aihw.measure`
+* torch experiments: :mod:`aihw.measure.device`, :mod:`aihw.parallel.launch`, :mod:`aihw.measure.roofline`
 * plotting (:mod:`aihw.plots`) and widgets (:mod:`aihw.widgets`)
 
 ``import aihw`` loads neither torch, matplotlib nor ipywidgets.

@@ -11,7 +11,7 @@ import dataclasses
 import math
 
 from aihw._validate import require_positive
-from aihw.hardware import get_chip, list_chips
+from aihw.catalogue.hardware import get_chip, list_chips
 from aihw.memory import MemoryConfig, estimate
 
 

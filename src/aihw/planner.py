@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 
 from aihw import collective_cost as cc
 from aihw._validate import require_in_range, require_positive
-from aihw.hardware import get_chip
+from aihw.catalogue.hardware import get_chip
+from aihw.catalogue.networks import get_network
 from aihw.memory import PRECISION_BYTES, MemoryConfig, estimate
 from aihw.model_presets import ModelShape, get_preset
-from aihw.networks import get_network
 from aihw.pipeline_sim import bubble_fraction
 
 RECOMPUTE = ("none", "selective", "full")

@@ -93,7 +93,9 @@ def estimate(name: str, flops: float, bytes_moved: float, *, peak_flops: float, 
 
 
 def _chip_roofs(chip, dtype: str) -> tuple[float, float]:
-    from aihw.hardware import get_chip  # same layer; imported here so this module works on raw numbers too
+    from aihw.catalogue.hardware import (
+        get_chip,  # same layer; imported here so this module works on raw numbers too
+    )
 
     chip = get_chip(chip) if isinstance(chip, str) else chip
     return chip.peak_flops(dtype), chip.bandwidth_bytes_per_s

@@ -84,7 +84,7 @@ class TrainingRun:
 
 def training_run(flops: float, chip, *, chips: int, mfu: float, precision: str = "bf16") -> TrainingRun:
     """Wall-clock time, chip-hours and (list-price) cost of a training run on a catalogue chip."""
-    from aihw.hardware import get_chip
+    from aihw.catalogue.hardware import get_chip
 
     require_positive("flops", flops)
     require_positive("chips", chips, integer=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from aihw.hardware import get_chip, list_chips
+from aihw.catalogue.hardware import get_chip, list_chips
 
 
 def add_parser(subparsers) -> None:

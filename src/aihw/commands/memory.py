@@ -62,7 +62,7 @@ def config_from_args(args: argparse.Namespace) -> MemoryConfig:
 
 
 def _fit(cfg: MemoryConfig, chip_name: str) -> dict:
-    from aihw.hardware import get_chip
+    from aihw.catalogue.hardware import get_chip
     from aihw.memory_fit import devices_needed
 
     chip = get_chip(chip_name)

@@ -7,7 +7,7 @@ import json
 from dataclasses import asdict
 
 from aihw import roofline
-from aihw.hardware import get_chip
+from aihw.catalogue.hardware import get_chip
 
 
 def add_parser(subparsers) -> None:

@@ -40,7 +40,7 @@ def plot_weight_grid(values: np.ndarray, levels: np.ndarray, *, title: str = "",
 
 def plot_layer_sqnr(rows: Sequence[Mapping], ax=None):
     """Grouped bars of signal-to-quantization-noise ratio (dB) per layer and scheme (rows from
-    :func:`aihw.quantize_model.layer_errors`). Higher is better; each extra bit adds about 6 dB."""
+    :func:`aihw.cheaper.quantize_model.layer_errors`). Higher is better; each extra bit adds about 6 dB."""
     fig, ax = _axes(ax, (7.5, 4))
     layers = list(dict.fromkeys(r["layer"] for r in rows))
     schemes = list(dict.fromkeys(r["scheme"] for r in rows))

@@ -46,7 +46,7 @@ def run_button(label: str) -> W.Button:
 def guarded_run(button: W.Button, status: W.HTML, err: W.HTML, busy: str, work) -> None:
     """Run ``work()`` with ``button`` disabled and ``status`` saying ``busy``; ``work`` returns the new status.
 
-    Bad input (ValueError), a failed rank (RuntimeError, e.g. aihw.launch.WorkerError) or a hung one
+    Bad input (ValueError), a failed rank (RuntimeError, e.g. aihw.parallel.launch.WorkerError) or a hung one
     (TimeoutError) is shown inline in ``err``: a widget never raises into the notebook.
     """
     button.disabled, status.value = True, busy

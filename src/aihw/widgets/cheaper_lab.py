@@ -15,8 +15,10 @@ import ipywidgets as W
 import matplotlib.pyplot as plt
 from torch import nn
 
-from aihw import digits, distill, prune, quantize_model
 from aihw._validate import require_choice
+from aihw.cheaper import distill, prune, quantize_model
+from aihw.cheaper.quantize import DTYPES, PerChannel, PerGroup, PerTensor, QuantScheme, choose_qparams, grid
+from aihw.models import digits
 from aihw.plots.cheaper import (
     plot_accuracy_bars,
     plot_latency_bars,
@@ -24,7 +26,6 @@ from aihw.plots.cheaper import (
     plot_tradeoff,
     plot_weight_grid,
 )
-from aihw.quantize import DTYPES, PerChannel, PerGroup, PerTensor, QuantScheme, choose_qparams, grid
 from aihw.widgets._common import error_box, guarded_run, run_button, show_error, show_figure
 
 GRANULARITIES = ("per-tensor", "per-channel", "per-group")

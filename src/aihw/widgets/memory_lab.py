@@ -17,7 +17,7 @@ import html
 import ipywidgets as W
 import matplotlib.pyplot as plt
 
-from aihw import hardware
+from aihw.catalogue import hardware
 from aihw.memory import GB, OPTIMIZER_STATE_BYTES, PRECISION_BYTES, RECOMPUTE, GiB, MemoryConfig, estimate
 from aihw.memory_fit import devices_needed
 from aihw.model_presets import ModelShape, list_presets
@@ -52,8 +52,8 @@ def memory_view(*, model: str = "llama-2-7b", hidden: int = 64, layers: int = 2,
 def measure_view(*, hidden: int, layers: int, heads: int, vocab: int, seq: int, batch: int,
                  recompute: str = "none", optimizer: str = "adamw") -> list[dict]:
     """Run the TinyGPT with these dims on this machine (fp32) and return predicted-vs-measured rows."""
-    from aihw.memory_measure import MeasureConfig, compare  # torch loads only when a measurement is asked for
-    from aihw.tinygpt import TinyGPTConfig
+    from aihw.measure.memory import MeasureConfig, compare  # torch loads only when a measurement is asked for
+    from aihw.models.tinygpt import TinyGPTConfig
 
     for name, limit in MEASURE_LIMITS.items():
         value = {"hidden": hidden, "layers": layers, "seq": seq, "batch": batch, "vocab": vocab}[name]

@@ -1,0 +1,179 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Lab: Making a model cheaper
+#
+# **Question.** How much accuracy does a real trained model lose when you store it in fewer bits, remove most of
+# its weights, or replace it with a student 18 times smaller, and which of these actually makes it *faster* on
+# your machine?
+#
+# You will (1) train (or load from the cache) a small digits classifier, (2) quantize it and predict the error
+# from the step size, (3) measure real INT8 against fp32, (4) prune it three ways and time it, (5) distil it, and
+# (6) check three answers of your own. Widgets need a running kernel; below each one the default result is drawn
+# as an ordinary figure, so the page makes sense without one. The whole notebook runs in well under a minute on
+# two CPU cores.
+
+# %%
+# Set-up: on a GPU runtime (e.g. Colab) this installs the course package; a preinstalled torch is kept as is.
+try:
+    import aihw  # noqa: F401  (imported to check it is installed)
+except ImportError:
+    # %pip install -q "aihw[labs] @ git+https://github.com/aihw-course/aihw"
+    import aihw  # noqa: F401
+import matplotlib.pyplot as plt
+import torch
+
+from aihw.cheaper import distill, prune, quantize_model
+from aihw.cheaper.quantize import PerChannel, PerGroup, QuantScheme, choose_qparams, dequantize, quantize
+from aihw.cheaper.quantize import quantized_size_bytes as packed_bytes
+from aihw.exercises import check
+from aihw.models import digits
+from aihw.plots import cheaper as cplots
+from aihw.widgets import cheaper_lab
+
+# Trains in a few seconds the first time, then loads from ~/.cache/aihw (pass cache_dir=... to change).
+model, data = digits.trained_mlp(digits.TrainConfig(hidden=(256, 256)))
+fp32_acc = digits.accuracy(model, data.x_test, data.y_test)
+print(f"aihw {aihw.__version__}, torch {torch.__version__}\n{model}\ntest accuracy {fp32_acc:.1%}")
+assert fp32_acc > 0.95
+
+# %% [markdown]
+# ## 1. Quantize: predict the error, then measure it
+#
+# **Prediction.** Rounding to a grid of step $s$ moves every value by at most $s/2$. For a symmetric int8
+# per-channel scheme, $s = \max|w_{\text{row}}| / 127.5$. The cell checks that bound on the first layer, then
+# opens the lab: pick a format (int8 … int2, fp8), a granularity and symmetric or not; the figures and the
+# accuracy update at once. Every choice also adds a point to the accuracy-size chart at the bottom.
+
+# %%
+w = model[0].weight.detach()
+scheme = QuantScheme("int8", PerChannel(0))
+qp = choose_qparams(w, scheme)
+error = (w - dequantize(quantize(w, qp), qp)).abs()
+predicted = (qp.scale / 2)[:, None].expand_as(w)
+print(f"worst error / predicted bound: {float((error / predicted).max()):.3f}")
+assert bool((error <= predicted * (1 + 1e-5) + 1e-7).all())
+
+display(cheaper_lab.cheaper_lab(model, data))
+
+# The default view as a plain figure (for readers without a kernel):
+fig, summary = cheaper_lab.quantization_report(model, data, dtype="int4", granularity="per-channel")
+plt.show()
+print(summary["scheme"], f"accuracy {summary['accuracy']:.1%}, "
+      f"{summary['fp32_size_bytes'] / summary['size_bytes']:.1f}x smaller than fp32")
+
+# %% [markdown]
+# ## 2. Measure: real INT8 against fp32
+#
+# Simulated rounding tells you the accuracy, not the speed. Dynamic INT8 (PyTorch's `torch.ao` kernels) really
+# multiplies in int8. **Predict** before you run: will INT8 be faster for one image at a time? For a batch of 256?
+
+# %%
+int8_model, backend = quantize_model.dynamic_int8(model)
+card = digits.scorecard({"fp32": model, "int8": int8_model}, data, batch=256)
+for row in card:
+    print(f"{row['name']:>5}: accuracy {row['accuracy']:.1%}, {row['size_bytes'] / 1e3:6.1f} kB, "
+          f"{row['latency_s'] * 1e6:7.0f} µs per 256 images")
+assert abs(card[0]["accuracy"] - card[1]["accuracy"]) <= 0.01 and card[0]["size_bytes"] > 3 * card[1]["size_bytes"]
+
+speed = quantize_model.int8_speed_sweep(widths=(256, 1024), batches=(1, 16, 256), repeats=5)
+cplots.plot_int8_speedup(speed)
+plt.show()
+print(quantize_model.fp8_model(model)[1])
+
+# %% [markdown]
+# ## 3. Prune: zeros against structure
+#
+# Open the **Prune** tab above: choose a sparsity, a structure (unstructured zeros, 2:4, or whole neurons) and a
+# few epochs of fine-tuning, then press the button. Compare the *measured* latency with the FLOP count printed on
+# each bar. The cell below runs the default comparison.
+
+# %%
+variants = {"dense": model,
+            "90% zeros": prune.make_permanent(prune.magnitude_prune(model, 0.9)),
+            "2:4": prune.make_permanent(prune.semi_structured_prune(model)),
+            "−75% neurons": prune.fine_tune(prune.prune_neurons(model, 0.75), data, epochs=5)}
+x = data.x_test.repeat(2, 1)[:256]
+times = digits.latencies(variants, x, repeats=9)
+flops = {k: digits.linear_flops(m, 256) for k, m in variants.items()}
+cplots.plot_latency_bars(times, flops=flops)
+plt.show()
+for k, m in variants.items():
+    print(f"{k:>13}: accuracy {digits.accuracy(m, data.x_test, data.y_test):.1%}, zeros {prune.sparsity(m):.0%}")
+assert prune.sparsity(variants["90% zeros"]) >= 0.9 - 1e-6 and flops["90% zeros"] == flops["dense"]
+assert times["−75% neurons"] < times["dense"]
+
+# %% [markdown]
+# ## 4. Distil: does the teacher help?
+#
+# The **Distil** tab trains a student twice, once from the teacher's softened outputs and once from the labels
+# alone, with the same initialisation. Try a temperature of 1 and of 8, with all the data and with 10% of it.
+# The default comparison (10% of the training images, $T = 8$):
+
+# %%
+config = distill.DistillConfig(student_hidden=(64,), temperature=8.0, train_fraction=0.1, epochs=200)
+student, alone = distill.distill_and_control(model, data, config)
+accs = {"teacher (fp32)": fp32_acc, "student alone": digits.accuracy(alone, data.x_test, data.y_test),
+        "distilled student": digits.accuracy(student, data.x_test, data.y_test)}
+cplots.plot_accuracy_bars(accs, title="64-unit student, 10% of the training images, T = 8")
+plt.show()
+assert all(0.5 < a <= 1 for a in accs.values())
+
+# %% [markdown]
+# ## 5. Exercises
+#
+# Replace `None` with your number and run the cell. The expected values come from the same functions the widgets
+# use.
+#
+# **Exercise 1.** How many bytes does the first layer's weight matrix (256 × 64) take in int4, symmetric, with one
+# fp32 scale per group of 32 weights?
+
+# %%
+answer_1 = None  # your answer, bytes
+check(answer_1, packed_bytes((256, 64), QuantScheme("int4", PerGroup(32))), rel_tol=0,
+      unit="bytes", hint="Half a byte per weight, plus 4 bytes for each group's scale.")
+
+# %% [markdown]
+# **Exercise 2.** What is the int8 symmetric per-tensor scale for a tensor whose largest magnitude is 2.55?
+# (PyTorch's rule: max|x| divided by half the number of steps, (127 − (−128))/2.)
+
+# %%
+answer_2 = None  # your answer
+check(answer_2, float(choose_qparams(torch.tensor([-2.55, 1.0]), QuantScheme("int8")).scale), rel_tol=1e-4,
+      hint="2.55 / 127.5")
+
+# %% [markdown]
+# **Exercise 3.** How many FLOP does one image cost in the model with 75% of its hidden neurons removed
+# (widths 64 → 64 → 64 → 10; count 2 FLOP per multiply-add and 1 per bias)?
+
+# %%
+answer_3 = None  # your answer, FLOP per image
+check(answer_3, digits.linear_flops(variants["−75% neurons"], 1), rel_tol=0, unit="FLOP",
+      hint="2·(64·64 + 64·64 + 64·10) + (64 + 64 + 10).")
+
+# %% [markdown]
+# ### Solutions (the checker itself is tested here)
+
+# %%
+solutions = [
+    check(256 * 64 // 2 + (256 * 64 // 32) * 4, packed_bytes((256, 64), QuantScheme("int4", PerGroup(32))),
+          rel_tol=0),
+    check(2.55 / 127.5, float(choose_qparams(torch.tensor([-2.55, 1.0]), QuantScheme("int8")).scale), rel_tol=1e-6),
+    check(2 * (64 * 64 + 64 * 64 + 64 * 10) + (64 + 64 + 10), digits.linear_flops(variants["−75% neurons"], 1),
+          rel_tol=0),
+]
+assert all(s.ok for s in solutions), [str(s) for s in solutions]
+print("all solutions check out")

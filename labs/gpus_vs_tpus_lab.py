@@ -1,0 +1,173 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Lab: Rooflines and systolic arrays
+#
+# **Question.** Is a given matrix multiply limited by a chip's compute or by its memory — and how does a systolic
+# array (a TPU's matrix unit) get away with so few register-file accesses?
+#
+# You will (1) predict with the roofline model where operations sit on real chips, (2) step through a small
+# systolic array cycle by cycle and count its accesses, (3) measure your own machine and put it on the same plot,
+# and (4) check three answers of your own. Widgets need a running kernel; below each widget the default result is
+# also drawn as an ordinary figure, so the page makes sense without one.
+
+# %%
+# Set-up: on a GPU runtime (e.g. Colab) this installs the course package; a preinstalled torch is kept as is.
+try:
+    import aihw  # noqa: F401  (imported to check it is installed)
+except ImportError:
+    # %pip install -q "aihw[labs] @ git+https://github.com/aihw-course/aihw"
+    import aihw  # noqa: F401
+import matplotlib.pyplot as plt
+import numpy as np
+
+from aihw import roofline, simt, systolic
+from aihw.catalogue import hardware
+from aihw.exercises import check
+from aihw.plots.gpus_vs_tpus import plot_roofline
+from aihw.widgets import gpus_vs_tpus_lab
+
+# %% [markdown]
+# ## 1. Predict: where does a matmul sit on the roofline?
+#
+# The roofline says a kernel of arithmetic intensity $I$ (FLOP per byte of off-chip traffic) reaches at most
+# $\min(P, I\,\beta)$ FLOP/s. Choose chips, a precision and a shape $M\times K$ times $K\times N$; the table
+# gives the bound and the shortest possible time. Try $M = 1$ (one token of LLM decoding) and watch the
+# operation fall off the compute roof.
+
+# %%
+explorer = gpus_vs_tpus_lab.roofline_explorer(chips=("H100 SXM", "TPU v5e", "MI300X"), dtype="bf16",
+                                         shape=(4096, 4096, 4096))
+display(explorer)
+
+# The default view as a plain figure (for readers without a kernel):
+big = roofline.estimate_matmul("H100 SXM", 4096, 4096, 4096, "bf16")
+decode = roofline.estimate_matmul("H100 SXM", 1, 4096, 4096, "bf16")
+plot_roofline(["H100 SXM", "TPU v5e", "MI300X"], "bf16", ops=[big, decode])
+plt.show()
+assert big.bound == "compute" and decode.bound == "memory"
+assert decode.time_s > decode.flops / decode.peak_flops  # memory time dominates
+
+# %% [markdown]
+# ## 2. Look inside: a systolic array, cycle by cycle
+#
+# In a **weight-stationary** array (the TPU's choice) a tile of $B$ is loaded into the cells, rows of $A$ stream in
+# from the left one cycle apart, and partial sums flow down. In an **output-stationary** array each cell keeps one
+# element of $C$. Step or play the array and watch which cells fire; the counters show the utilisation so far.
+# The simulator is exact: its result equals `A @ B`.
+
+# %%
+display(gpus_vs_tpus_lab.systolic_stepper(size=3, m=4, k=3, n=3))
+
+rng = np.random.default_rng(1)
+A, B = rng.standard_normal((64, 48)), rng.standard_normal((48, 40))
+for flow in ("weight-stationary", "output-stationary"):
+    result = systolic.simulate(A, B, size=16, dataflow=flow)
+    assert np.allclose(result.C, A @ B), flow
+    assert result.counts.macs == 64 * 48 * 40
+    print(f"{flow:>18}: {result.cycles} cycles, mean utilisation {result.mean_utilisation:.0%}")
+
+fig, info = gpus_vs_tpus_lab.systolic_step(rng.integers(-3, 4, (4, 3)), rng.integers(-3, 4, (3, 3)),
+                                       size=3, dataflow="weight-stationary", cycle=5)
+plt.show()
+print(info)
+
+# %% [markdown]
+# ### Register-file traffic: systolic vs SIMT
+#
+# Now compare the access counts of a 256-cube matmul on a 128×128 weight-stationary array with the same matmul
+# done by a tiled GPU kernel (shared-memory tiles, 4×4 register blocking per thread).
+
+# %%
+from aihw.plots.gpus_vs_tpus import plot_access_counts
+
+M = K = N = 256
+ws = systolic.simulate(rng.standard_normal((M, K)), rng.standard_normal((K, N)), size=128)
+gpu = simt.simt_matmul_counts(M, N, K)
+plot_access_counts(ws.counts, gpu)
+plt.show()
+per_mac = {name: c.register_file_accesses / c.macs for name, c in (("SIMT", gpu), ("systolic", ws.counts))}
+print(f"register-file accesses per MAC: {per_mac}; systolic PE-to-PE hops per MAC: "
+      f"{ws.counts.pe_register_transfers / ws.counts.macs:.2f}")
+assert per_mac["SIMT"] > 2 and per_mac["systolic"] < per_mac["SIMT"] / 10
+
+# %% [markdown]
+# ## 3. Measure: put your own machine on the roofline
+#
+# The button times matrix multiplies of growing size and a large memory copy. On a GPU runtime it measures the
+# GPU; on a laptop, the CPU. The cell below also runs a short measurement directly so the figure exists without
+# pressing anything.
+
+# %%
+display(gpus_vs_tpus_lab.measure_panel(chips=("H100 SXM", "TPU v5e"), dtype="fp32"))
+
+from aihw.measure.roofline import MeasureConfig, measure_device
+
+mine = measure_device(MeasureConfig(dtypes=("fp32",), matmul_sizes=(64, 128, 256, 512), copy_mib=(16,),
+                                    repeats=3, max_seconds=10))
+print(mine.label)
+plot_roofline(["H100 SXM", "TPU v5e"], "fp32", measured=mine)
+plt.show()
+for p in mine.matmul:
+    assert abs(p.flops_per_s - 2 * p.n**3 / p.seconds) <= 1e-6 * p.flops_per_s
+assert mine.best_bandwidth() > 0 and mine.best_flops("fp32") > 0
+
+# %% [markdown]
+# ## 4. Exercises
+#
+# Replace `None` with your number and run the cell. The expected values come from the same calculators the
+# widgets use.
+#
+# **Exercise 1.** What is the ridge point (FLOP/byte) of the H100 SXM in bf16?
+
+# %%
+h100 = hardware.get_chip("H100 SXM")
+answer_1 = None  # your answer, FLOP/byte
+check(answer_1, roofline.ridge_point(h100.peak_flops("bf16"), h100.bandwidth_bytes_per_s), rel_tol=0.02,
+      unit="FLOP/byte", hint="Peak dense bf16 FLOP/s divided by HBM bytes/s: `aihw hardware show h100`.")
+
+# %% [markdown]
+# **Exercise 2.** What is the shortest time, in microseconds, of a bf16 matrix-vector product
+# (1 × 8192 times 8192 × 8192) on the TPU v5e? Is it compute- or memory-bound?
+
+# %%
+answer_2 = None  # your answer, microseconds
+check(answer_2, roofline.estimate_matmul("TPU v5e", 1, 8192, 8192, "bf16").time_s * 1e6, rel_tol=0.05,
+      unit="µs", hint="Count the bytes: the 8192×8192 bf16 matrix dominates; divide by the HBM bandwidth.")
+
+# %% [markdown]
+# **Exercise 3.** How many cycles does the 3×3 weight-stationary array above take for the 4×3 by 3×3
+# product? Count from the stepper, then check.
+
+# %%
+answer_3 = None  # your answer, cycles
+check(answer_3, systolic.predicted_cycles(4, 3, 3, size=3, dataflow="weight-stationary"), rel_tol=0,
+      unit="cycles", hint="Loading the weights takes one cycle per row; then the last activation must cross the array.")
+
+# %% [markdown]
+# ### Solutions (the checker itself is tested here)
+
+# %%
+solutions = [
+    check(roofline.ridge_point(h100.peak_flops("bf16"), h100.bandwidth_bytes_per_s),
+          roofline.ridge_point(h100.peak_flops("bf16"), h100.bandwidth_bytes_per_s)),
+    check(8192 * 8192 * 2 / hardware.get_chip("TPU v5e").bandwidth_bytes_per_s * 1e6,
+          roofline.estimate_matmul("TPU v5e", 1, 8192, 8192, "bf16").time_s * 1e6, rel_tol=0.01),
+    check(systolic.trace(np.ones((4, 3)), np.ones((3, 3)), size=3).cycles,
+          systolic.predicted_cycles(4, 3, 3, size=3), rel_tol=0),
+]
+assert all(s.ok for s in solutions), [str(s) for s in solutions]
+print("all solutions check out")

@@ -1,0 +1,143 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Lab: Memory math, predicted and measured
+#
+# **Question.** How much memory does one training step of a transformer hold, component by component, and can a
+# formula on paper predict it to the byte?
+#
+# You will (1) predict the bytes with the course's estimator, (2) measure a real step of a small GPT on this
+# machine, (3) compare, then (4) size real models against real chips with the widget, and (5) check yourself in
+# three exercises. Units: GB = 1e9 bytes, GiB = 2^30 bytes.
+
+# %%
+# Set-up: on a GPU runtime (e.g. Colab) this installs the course package; a preinstalled torch is kept as is.
+try:
+    import aihw  # noqa: F401  (imported to check it is installed)
+except ImportError:
+    # %pip install -q "aihw[labs] @ git+https://github.com/aihw-course/aihw"
+    import aihw  # noqa: F401
+
+import matplotlib.pyplot as plt
+import torch
+
+from aihw.catalogue import hardware
+from aihw.exercises import check
+from aihw.measure.memory import MeasureConfig, compare, predict
+from aihw.memory import GB, MemoryConfig, estimate_memory
+from aihw.memory_fit import devices_needed
+from aihw.models.tinygpt import TinyGPTConfig
+from aihw.plots.memory import plot_predicted_vs_measured
+from aihw.widgets import memory_lab
+
+torch.set_num_threads(2)
+
+# %% [markdown]
+# ## 1. Predict
+#
+# A TinyGPT of width 128, 3 layers, 8 heads, 128 tokens, batch 4, trained in fp32 with AdamW. The estimator counts
+# weights, gradients and AdamW's two moments from the parameter count, and the saved activations with the
+# Korthikanti et al. (2022) counting adapted to this model: 64·s·b·h + 4·a·s²·b bytes per layer (fp32, no dropout)
+# plus the head.
+
+# %%
+run = MeasureConfig(model=TinyGPTConfig(width=128, depth=3, heads=8, seq_len=128), batch=4, optimizer="adamw")
+prediction = predict(run)
+{k: f"{v / 1e6:.3f} MB" for k, v in prediction.items()}
+
+# %% [markdown]
+# ## 2. Measure, and 3. compare
+#
+# `compare` runs real training steps: it sums the bytes of the parameter, gradient and optimizer tensors, counts
+# every tensor autograd saves for backward (each storage once) and reads the peak from the allocator (CUDA) or the
+# profiler's allocator events (CPU). The prediction now includes torch Adam's 4-byte step counter per parameter
+# tensor.
+
+# %%
+rows = compare(run)
+for r in rows:
+    print(f"{r['component']:12} predicted {r['predicted'] / 1e6:9.3f} MB   measured {r['measured'] / 1e6:9.3f} MB"
+          f"   ratio {r['ratio']:.4f}")
+by = {r["component"]: r for r in rows}
+assert all(by[k]["measured"] == by[k]["predicted"] for k in ("weights", "gradients", "optimizer"))
+assert abs(by["activations"]["ratio"] - 1) < 0.10
+assert 0.95 < by["peak"]["ratio"] < 1.3  # the peak model; the plain sum is further off:
+print(f"peak / sum of components: {by['peak']['ratio_to_sum']:.3f}")
+fig = plot_predicted_vs_measured(rows, title="TinyGPT 128x3, batch 4 (fp32, AdamW)")
+plt.show()
+
+# %% [markdown]
+# Model state matches to the byte. Saved activations are a fraction of a percent above the formula: LayerNorm
+# statistics and int64 token ids are the small terms the counting neglects. The peak differs from the sum of the
+# components: gradients appear while activations are freed, and temporaries come and go (the loss's gradients, two
+# batch × seq × vocab fp32 buffers; in attention backward, two heads × seq × seq buffers per sequence). The "peak"
+# row compares the measurement with `predict_peak`, a model of the moment the step peaks built from those terms.
+#
+# ## 4. Does it fit? The widget
+#
+# Pick a preset or raw dims, precision, optimizer, batch, sequence, recomputation, ZeRO stage, DP/TP/PP degrees and
+# a chip. The bars update live. **Measure it** switches the controls to the *custom* dims on one device in fp32
+# (so the bars are the prediction for exactly the run it measures), trains that TinyGPT one step on this machine
+# and draws the measured components as a hatched bar under the predicted ones, with the predicted (dotted) and
+# measured (solid) peaks marked. Below the widget, the default view and a measured overlay as plain figures
+# (visible without a kernel).
+
+# %%
+memory_lab.memory_explorer()
+
+# %%
+view = memory_lab.memory_view(model="llama-2-7b", precision="bf16", optimizer="adamw", batch=1, seq=1024)
+print(view["verdict"].replace("<b>", "").replace("</b>", ""))
+fig = memory_lab.draw(view)
+plt.show()
+
+# What "Measure it" draws, for the default custom dims (64 wide, 2 layers, 4 heads, 256 tokens, batch 2):
+custom = memory_lab.measured_settings({"model": "llama-2-7b", "hidden": 64, "layers": 2, "heads": 4, "vocab": 256,
+                                        "optimizer": "adamw", "batch": 2, "seq": 256, "recompute": "none",
+                                        "chip": "NVIDIA H100 SXM"})
+measured = memory_lab.measure_view(hidden=64, layers=2, heads=4, vocab=256, seq=256, batch=2)
+fig = memory_lab.draw(memory_lab.memory_view(**custom), measured)
+plt.show()
+
+# %% [markdown]
+# ## 5. Exercises
+#
+# Replace each `None` with your number (work it out by hand first, then check with the estimator).
+#
+# **Exercise 1.** Training Llama-2-7B (6.74e9 parameters) with mixed-precision AdamW: how many GB of model state
+# (weights + gradients + optimizer + fp32 master copy), before activations?
+#
+# **Exercise 2.** Serving Llama-2-70B in bf16 to 8 users at 4096 tokens each: how many GB is the KV cache
+# (80 layers, 8 KV heads of dimension 128)?
+#
+# **Exercise 3.** Llama-2-70B training (mixed-precision AdamW, 4096 tokens, full recomputation) with ZeRO stage 3
+# on H100 SXMs (their memory from the course catalogue: `hardware.get_chip("H100 SXM").memory_bytes`): what is the smallest number of GPUs that holds it?
+
+# %%
+answer1 = None  # GB
+answer2 = None  # GB
+answer3 = None  # GPUs
+
+e7 = estimate_memory("llama-2-7b", precision="bf16", optimizer="adamw")
+expected1 = sum(e7.total[k] for k in ("weights", "gradients", "optimizer", "master_weights")) / GB
+expected2 = estimate_memory("llama-2-70b", mode="infer", batch=8, seq=4096).total["kv_cache"] / GB
+train70 = MemoryConfig(model="llama-2-70b", batch=1, seq=4096, recompute="full")
+h100 = hardware.get_chip("H100 SXM")
+expected3 = devices_needed(train70, h100.memory_bytes, zero=3)
+display(check(answer1, expected1, rel_tol=0.02, unit="GB", hint="2 + 2 + 8 + 4 bytes per parameter."),
+        check(answer2, expected2, rel_tol=0.02, unit="GB", hint="2 (K and V) x layers x kv heads x 128 x tokens x batch x 2 bytes."),
+        check(answer3, expected3, rel_tol=0, unit="GPUs", hint="activations are not sharded: per GPU = activations + 16 B x params / N."))
+assert check(expected1, expected1).ok and expected1 > 100 and expected3 > 8

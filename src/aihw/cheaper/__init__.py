@@ -1,0 +1,1 @@
+"""Making models cheaper (torch layer): quantization, pruning, distillation."""

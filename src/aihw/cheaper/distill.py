@@ -1,0 +1,113 @@
+"""Knowledge distillation (Hinton, Vinyals, Dean 2015): a small student learns from a large teacher's soft labels.
+
+The loss mixes the teacher's temperature-softened class probabilities with the true labels::
+
+    L = α · T² · KL(softmax(z_t / T) ‖ softmax(z_s / T)) + (1 − α) · CE(z_s, y)
+
+A temperature T > 1 spreads the teacher's probability over the wrong classes ("this 7 looks a bit like a 1"),
+which carries more information per example than a one-hot label; the T² keeps the gradient scale of the soft term
+independent of T. The control is the same student, same initialisation and schedule, trained on labels alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from aihw._validate import require_in_range, require_positive
+from aihw.models.digits import Digits, TrainConfig, accuracy, fit, make_mlp
+
+
+def _check_temperature(temperature: float) -> float:
+    return require_positive("temperature", temperature)
+
+
+def kd_loss(student_logits: torch.Tensor, teacher_logits: torch.Tensor, targets: torch.Tensor, *,
+            temperature: float = 4.0, alpha: float = 0.9) -> torch.Tensor:
+    """Hinton's distillation loss (mean over the batch): α·T²·KL(teacher‖student at T) + (1−α)·cross-entropy."""
+    _check_temperature(temperature)
+    require_in_range("alpha", alpha, 0, 1)
+    soft_teacher = F.log_softmax(teacher_logits.detach() / temperature, dim=1)
+    soft_student = F.log_softmax(student_logits / temperature, dim=1)
+    kl = F.kl_div(soft_student, soft_teacher, reduction="batchmean", log_target=True)
+    return alpha * temperature**2 * kl + (1 - alpha) * F.cross_entropy(student_logits, targets)
+
+
+@dataclass(frozen=True)
+class DistillConfig:
+    """The student and how it is taught. The control run uses the same fields except the teacher."""
+
+    student_hidden: tuple[int, ...] = (64,)  # hidden widths of the student MLP
+    temperature: float = 4.0  # T > 0; 1 = the teacher's ordinary probabilities
+    alpha: float = 0.9  # weight of the soft (teacher) term, 0..1
+    epochs: int = 30
+    batch_size: int = 64
+    lr: float = 3e-3
+    seed: int = 0  # same initialisation for the distilled student and the control
+    train_fraction: float = 1.0  # share of the training images the student sees (the teacher saw them all)
+
+    def __post_init__(self) -> None:
+        _check_temperature(self.temperature)
+        require_in_range("alpha", self.alpha, 0, 1)
+        require_in_range("train_fraction", self.train_fraction, 0, 1, low_inclusive=False)
+        # the remaining fields are checked by TrainConfig
+        self.train_config()
+
+    def train_config(self) -> TrainConfig:
+        return TrainConfig(hidden=self.student_hidden, epochs=self.epochs, batch_size=self.batch_size, lr=self.lr,
+                           weight_decay=0.0, seed=self.seed)
+
+
+def transfer_set(data: Digits, fraction: float) -> Digits:
+    """The first ``fraction`` of the training images (the split is already shuffled); the test set unchanged."""
+    require_in_range("fraction", fraction, 0, 1, low_inclusive=False)
+    n = max(1, round(fraction * len(data.y_train)))
+    return Digits(data.x_train[:n], data.y_train[:n], data.x_test, data.y_test)
+
+
+def _fresh_student(config: DistillConfig) -> nn.Sequential:
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(config.seed)
+        return make_mlp(config.student_hidden)
+
+
+def distill(teacher: nn.Module, data: Digits, config: DistillConfig = DistillConfig()) -> nn.Sequential:
+    """Train a fresh student of ``config.student_hidden`` on ``data`` with :func:`kd_loss` against ``teacher``."""
+    teacher = teacher.eval()
+
+    def loss(logits: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            teacher_logits = teacher(x)
+        return kd_loss(logits, teacher_logits, y, temperature=config.temperature, alpha=config.alpha)
+
+    return fit(_fresh_student(config), transfer_set(data, config.train_fraction), config.train_config(), loss_fn=loss)
+
+
+def train_student_alone(data: Digits, config: DistillConfig = DistillConfig()) -> nn.Sequential:
+    """The control: the same student, initialisation and schedule, trained on the labels only."""
+    return fit(_fresh_student(config), transfer_set(data, config.train_fraction), config.train_config())
+
+
+def distill_and_control(teacher: nn.Module, data: Digits,
+                        config: DistillConfig = DistillConfig()) -> tuple[nn.Sequential, nn.Sequential]:
+    """(distilled student, student trained from scratch): the pair every comparison needs."""
+    return distill(teacher, data, config), train_student_alone(data, config)
+
+
+def temperature_sweep(teacher: nn.Module, data: Digits, temperatures: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0),
+                      config: DistillConfig = DistillConfig()) -> list[dict]:
+    """Test accuracy of the distilled student at each temperature (rows: temperature, accuracy)."""
+    from dataclasses import replace
+
+    rows = []
+    for t in temperatures:
+        student = distill(teacher, data, replace(config, temperature=t))
+        rows.append({"temperature": t, "accuracy": accuracy(student, data.x_test, data.y_test)})
+    return rows
+
+
+__all__ = ["kd_loss", "DistillConfig", "distill", "train_student_alone", "distill_and_control", "transfer_set",
+           "temperature_sweep"]

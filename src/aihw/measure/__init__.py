@@ -1,0 +1,1 @@
+"""Measurement kit (torch layer): device choice, timing, roofline, memory and FLOP measurements."""

@@ -1,0 +1,1 @@
+"""The small models the experiments run (torch layer): TinyGPT and the digits MLP."""

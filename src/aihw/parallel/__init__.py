@@ -1,0 +1,1 @@
+"""Parallelism experiments (torch layer): launcher, point-to-point, collectives, data/ZeRO, layer, pipeline and tensor parallel."""

@@ -1,0 +1,345 @@
+"""Start N ranks of a worker on this machine, collect their results, and never leave a process behind.
+
+Two ways to run the same module-level worker ``fn(ctx: RankContext, *args)``:
+
+* from a notebook or script: ``launch(fn, *args, config=LaunchConfig(world_size=2))`` spawns the ranks
+  (start method "spawn", so it works in Jupyter) and returns their results as a list indexed by rank;
+* from a shell: ``torchrun --standalone --nproc-per-node 2 -m my_module`` where ``my_module`` ends with
+  ``if __name__ == "__main__": run_under_torchrun(fn)``.
+
+Each ``launch`` gets a fresh port on 127.0.0.1 chosen by the operating system (a TCPStore bound to port 0
+in the parent), so two runs at once never collide. Results travel back pickled, by value: return plain
+Python values or CPU tensors (call ``.cpu()`` on GPU tensors).
+"""
+
+from __future__ import annotations
+
+import importlib
+import multiprocessing as mp
+import os
+import pickle
+import queue
+import signal
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from aihw._validate import require_choice, require_positive
+from aihw.measure.device import BACKEND_CHOICES, pick_backend
+
+HOST = "127.0.0.1"  # every rank runs on this machine
+DEFAULT_MAX_WORLD_SIZE = 16  # each rank is a whole Python process with torch loaded
+STOP_GRACE_S = 3.0  # seconds between SIGTERM and SIGKILL when stopping ranks
+EXIT_PATIENCE_S = 5.0  # seconds finished ranks get to tear down their process group before being stopped
+# Ranks' own rendezvous/collective timeouts are timeout_s + this, so the parent's deadline always fires first
+# and the reader sees one WorkerTimeout naming the stuck ranks rather than a gloo timeout from some rank.
+CHILD_TIMEOUT_MARGIN_S = 30.0
+SILENT_DEATH_GRACE_S = 1.0  # a rank that exited is declared failed if no report arrives within this
+_NOTEBOOK_HINT = "define the worker in a module (spawn cannot pickle functions defined in a notebook)"
+
+
+def _require_int(name: str, value: object, low: int, high: int, why: str = "") -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{name} must be an integer in [{low}, {high}]{why}, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    """How to run one multi-process experiment on this machine."""
+
+    world_size: int = 2  # number of ranks (processes), 1..max_world_size
+    backend: str = "auto"  # "auto" | "gloo" | "nccl"; see aihw.measure.device.pick_backend
+    timeout_s: float = 60.0  # wall-clock seconds for the whole run, start-up included (~2-5 s per rank)
+    threads_per_rank: int = 1  # torch intra-op threads per rank; keep ranks x threads <= CPU cores
+    max_world_size: int = DEFAULT_MAX_WORLD_SIZE  # guard against typos such as world_size=200
+
+    def __post_init__(self) -> None:
+        _require_int("max_world_size", self.max_world_size, 1, 4096)
+        _require_int("world_size", self.world_size, 1, self.max_world_size,
+                     f" (max_world_size, default {DEFAULT_MAX_WORLD_SIZE}, can be raised)")
+        require_positive("timeout_s", self.timeout_s)
+        require_choice("backend", self.backend, BACKEND_CHOICES)
+        _require_int("threads_per_rank", self.threads_per_rank, 1, 1024)
+
+
+@dataclass(frozen=True)
+class RankContext:
+    """What a worker receives as its first argument."""
+
+    rank: int  # 0..world_size-1, unique across all ranks
+    world_size: int  # number of ranks in the process group
+    local_rank: int  # rank on this machine (equal to rank for launch())
+    backend: str  # "gloo" or "nccl"
+    device: torch.device  # where this rank keeps tensors: cpu for gloo, cuda:local_rank for nccl
+
+
+class WorkerError(RuntimeError):
+    """A rank raised or died; ``remote_traceback`` is its traceback text (None if it died silently)."""
+
+    def __init__(self, rank: int, remote_traceback: str | None, *, exitcode: int | None = None,
+                 note: str = "") -> None:
+        self.rank = rank
+        self.remote_traceback = remote_traceback
+        self.exitcode = exitcode
+        if remote_traceback is not None:
+            detail = f"\n{remote_traceback.rstrip()}"
+        elif exitcode is not None and exitcode < 0:
+            detail = (f" the process was killed by signal {_signal_name(-exitcode)} (exit code {exitcode}) "
+                      "without reporting a result")
+        else:
+            detail = (f" the process exited with exit code {exitcode} without reporting a result "
+                      "(os._exit, sys.exit in C code, or a crash)")
+        super().__init__(f"rank {rank} failed:{detail}{note}")
+
+
+class WorkerTimeout(TimeoutError):
+    """Some ranks had not finished after ``timeout_s`` seconds; every rank was stopped."""
+
+    def __init__(self, ranks: list[int], timeout_s: float) -> None:
+        self.ranks = ranks
+        self.timeout_s = timeout_s
+        super().__init__(
+            f"rank(s) {ranks} still running after timeout_s={timeout_s} s; all ranks were stopped. "
+            "If the work is just slow, raise LaunchConfig.timeout_s (start-up alone takes a few seconds); "
+            "otherwise look for a collective that some rank never joined.")
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)
+
+
+def _worker_reference(fn: Callable) -> tuple[str, str]:
+    """(module, qualified name) by which a spawned child can import ``fn``; ValueError if there is none."""
+    module = getattr(fn, "__module__", None)
+    qualname = getattr(fn, "__qualname__", None)
+    if not callable(fn) or not module or not qualname:
+        raise ValueError(f"worker {fn!r} is not a plain function; {_NOTEBOOK_HINT}, import it and pass it, "
+                         "and pass extra values through *args")
+    if "<" in qualname:  # <lambda> or <locals>: closures and nested functions have no importable name
+        raise ValueError(f"worker {module}.{qualname} is a lambda, closure or nested function; "
+                         f"{_NOTEBOOK_HINT}, import it and pass it")
+    if module == "__main__" and getattr(sys.modules.get("__main__"), "__file__", None) is None:
+        raise ValueError(f"worker {qualname!r} is defined in __main__ (a notebook or interactive session); "
+                         f"{_NOTEBOOK_HINT}, e.g. a .py file next to the notebook, and import it from there")
+    try:
+        target = _resolve((module, qualname))
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"worker {module}.{qualname} cannot be imported by name ({exc}); {_NOTEBOOK_HINT}") \
+            from exc
+    if target is not fn:
+        raise ValueError(f"worker {module}.{qualname} is not the object found under that name (redefined, "
+                         f"decorated or a bound method?); {_NOTEBOOK_HINT} as a plain top-level function")
+    return module, qualname
+
+
+def _resolve(reference: tuple[str, str]) -> Callable:
+    module_name, qualname = reference
+    target: Any = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        target = getattr(target, part)
+    return target
+
+
+def _rank_device(device_type: str, local_rank: int) -> torch.device:
+    if device_type == "cuda":
+        device = torch.device("cuda", local_rank)
+        torch.cuda.set_device(device)
+        return device
+    return torch.device("cpu")
+
+
+def _exit_when_orphaned(parent_pid: int, interval_s: float = 0.5) -> None:
+    """Start a daemon thread that ends this process if its parent dies (e.g. a killed Jupyter kernel)."""
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(interval_s)
+        os._exit(70)
+
+    threading.Thread(target=watch, name="aihw-orphan-watch", daemon=True).start()
+
+
+def _child_main(fn_ref: tuple[str, str], args_blob: bytes, rank: int, world_size: int, backend: str,
+                device_type: str, store_port: int, threads: int, timeout_s: float, results: Any,
+                parent_pid: int) -> None:
+    """Body of one spawned rank: join the group, run the worker, report ("ok"|"error", rank, payload)."""
+    _exit_when_orphaned(parent_pid)
+    report: tuple[str, int, Any]
+    try:
+        torch.set_num_threads(threads)
+        fn = _resolve(fn_ref)
+        args = pickle.loads(args_blob)
+        device = _rank_device(device_type, rank)
+        timeout = timedelta(seconds=timeout_s + CHILD_TIMEOUT_MARGIN_S)
+        store = dist.TCPStore(HOST, store_port, is_master=False, timeout=timeout)
+        dist.init_process_group(backend, store=store, rank=rank, world_size=world_size, timeout=timeout)
+        result = fn(RankContext(rank, world_size, rank, backend, device), *args)
+        try:
+            report = ("ok", rank, pickle.dumps(result))
+        except Exception as exc:
+            raise TypeError(f"the result of rank {rank} cannot be pickled ({exc}); "
+                            "return plain Python values or CPU tensors") from exc
+    except BaseException:  # SystemExit and KeyboardInterrupt too: the parent must hear about them
+        report = ("error", rank, traceback.format_exc())
+    try:
+        results.put(report)  # report before teardown, so a slow teardown cannot hide the result
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def _pickle_args(args: tuple) -> bytes:
+    try:
+        return pickle.dumps(args)
+    except Exception as exc:
+        raise ValueError(f"the worker arguments must be picklable to reach the ranks: {exc}") from exc
+
+
+def launch(fn: Callable, *args: Any, config: LaunchConfig = LaunchConfig()) -> list:
+    """Run ``fn(ctx, *args)`` in ``config.world_size`` spawned ranks; return their results, index = rank.
+
+    Raises WorkerError (first failing rank, with its traceback) or WorkerTimeout; in every case, including
+    KeyboardInterrupt, all ranks are stopped before this returns.
+    """
+    fn_ref = _worker_reference(fn)
+    args_blob = _pickle_args(args)
+    choice = pick_backend(config.world_size, preference=config.backend)
+    context = mp.get_context("spawn")
+    results = context.Queue()
+    # Port 0: the OS picks a free port, so concurrent runs never collide. The store lives in this process.
+    store = dist.TCPStore(HOST, 0, None, is_master=True, wait_for_workers=False,
+                          timeout=timedelta(seconds=config.timeout_s + CHILD_TIMEOUT_MARGIN_S))
+    processes: list = []
+    finished = False
+    try:
+        for rank in range(config.world_size):
+            process = context.Process(
+                target=_child_main, name=f"aihw-rank-{rank}",
+                args=(fn_ref, args_blob, rank, config.world_size, choice.backend, choice.device_type,
+                      store.port, config.threads_per_rank, config.timeout_s, results, os.getpid()))
+            process.start()
+            processes.append(process)
+        outcome = _collect(processes, results, config.timeout_s)
+        finished = True
+        return outcome
+    finally:
+        _stop_all(processes, patience_s=EXIT_PATIENCE_S if finished else 0.0)
+        results.close()
+        del store
+
+
+def _collect(processes: list, results: Any, timeout_s: float) -> list:
+    """Gather one report per rank until done, the first error, a silent death, or the deadline."""
+    deadline = time.monotonic() + timeout_s
+    values: dict[int, Any] = {}
+    dead_since: dict[int, float] = {}
+    while len(values) < len(processes):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise WorkerTimeout(sorted(set(range(len(processes))) - set(values)), timeout_s)
+        try:
+            status, rank, payload = results.get(timeout=min(0.1, remaining))
+        except queue.Empty:
+            _check_silent_deaths(processes, values, dead_since)
+            continue
+        if status != "ok":
+            _raise_silent_death(processes, values, reporter=rank, report=payload)
+            raise WorkerError(rank, payload)
+        values[rank] = pickle.loads(payload)
+    return [values[rank] for rank in range(len(processes))]
+
+
+def _check_silent_deaths(processes: list, values: dict, dead_since: dict[int, float]) -> None:
+    now = time.monotonic()
+    for rank, process in enumerate(processes):
+        if rank in values or process.exitcode is None:
+            continue
+        first_seen = dead_since.setdefault(rank, now)
+        if now - first_seen > SILENT_DEATH_GRACE_S:  # its report, if any, would have arrived by now
+            raise WorkerError(rank, None, exitcode=process.exitcode)
+
+
+def _raise_silent_death(processes: list, values: dict, *, reporter: int, report: str,
+                        wait_s: float = 0.3) -> None:
+    """If another rank crashed (non-zero exit, no report), raise for it: it is the likelier root cause of
+    ``reporter``'s error (e.g. gloo's "Connection reset by peer")."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        for rank, process in enumerate(processes):
+            if rank not in values and rank != reporter and process.exitcode not in (None, 0):
+                last_line = report.strip().splitlines()[-1] if report.strip() else "(no traceback)"
+                raise WorkerError(rank, None, exitcode=process.exitcode,
+                                  note=f"\nrank {reporter} then failed too: {last_line}")
+        if time.monotonic() >= deadline:
+            return
+        time.sleep(0.02)
+
+
+def _stop_all(processes: list, *, patience_s: float) -> None:
+    """Wait ``patience_s`` for ranks to exit, then SIGTERM, then SIGKILL after STOP_GRACE_S; join all."""
+    deadline = time.monotonic() + patience_s
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    deadline = time.monotonic() + STOP_GRACE_S
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+    for process in processes:
+        if process.is_alive():
+            process.kill()
+        process.join()
+
+
+def _run_each(ctx: RankContext, worker: Callable, configs: tuple) -> list:
+    results = []
+    for config in configs:
+        dist.barrier()  # no rank starts a config while another still times the previous one
+        results.append(worker(ctx, config))
+    return results
+
+
+def launch_each(worker: Callable, configs: tuple, *, config: LaunchConfig) -> list[list]:
+    """Run ``worker(ctx, c)`` for each ``c`` in ``configs`` inside ONE launch (one start-up for many runs).
+
+    Returns ``result[i][rank]``: config i's result on ``rank``. ``worker`` must be module-level, as for launch.
+    """
+    per_rank = launch(_run_each, worker, tuple(configs), config=config)
+    return [[per_rank[rank][i] for rank in range(config.world_size)] for i in range(len(configs))]
+
+
+def run_under_torchrun(fn: Callable, *args: Any, backend: str = "auto") -> object:
+    """Run ``fn(ctx, *args)`` in a process started by torchrun (which sets RANK, WORLD_SIZE, ...).
+
+    For ``if __name__ == "__main__": run_under_torchrun(fn)`` at the end of an experiment module. The process
+    group is created from the environment (``env://``) and destroyed in ``finally``.
+    """
+    needed = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+    missing = [name for name in needed if name not in os.environ]
+    if missing:
+        raise ValueError("run_under_torchrun needs the variables torchrun sets; "
+                         f"missing {', '.join(missing)}. Start it with: "
+                         "torchrun --standalone --nproc-per-node 2 -m <module>, "
+                         "or call aihw.parallel.launch.launch() from Python")
+    rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    local_rank = int(os.environ["LOCAL_RANK"])
+    local_world_size = int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
+    choice = pick_backend(local_world_size, preference=backend)
+    device = _rank_device(choice.device_type, local_rank)
+    dist.init_process_group(choice.backend, init_method="env://", rank=rank, world_size=world_size)
+    try:
+        return fn(RankContext(rank, world_size, local_rank, choice.backend, device), *args)
+    finally:
+        dist.destroy_process_group()

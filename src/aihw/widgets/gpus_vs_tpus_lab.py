@@ -1,0 +1,163 @@
+"""Widgets of the lab "Rooflines and systolic arrays".
+
+Each builder returns a widget; the work is done by plain functions (``roofline_report``, ``systolic_step``,
+``measurement_report``) that the tests call directly. Analytic views update live; the measurement waits for
+its button.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+import ipywidgets as W
+import numpy as np
+
+from aihw import roofline, systolic
+from aihw.catalogue import hardware
+from aihw.plots.gpus_vs_tpus import RooflinePlot, plot_roofline, plot_trace_step
+from aihw.precision import BYTES_PER_ELEMENT
+from aihw.report import markdown_table
+from aihw.widgets._common import error_box, figure_png, guarded_run, run_button, show_error, show_figure
+
+DEFAULT_CHIPS = ("H100 SXM", "TPU v5e")
+
+
+def roofline_report(chips: Sequence[str], dtype: str, m: int, n: int, k: int) -> tuple[list, str]:
+    """Estimates of an (m×k)·(k×n) matmul on each chip that supports ``dtype``, and an HTML summary table."""
+    if not chips:
+        raise ValueError("choose at least one chip")
+    estimates, rows = [], []
+    for name in chips:
+        chip = hardware.get_chip(name)
+        if dtype not in chip.flops:
+            rows.append({"chip": chip.name, "bound": f"no dense {dtype} mode"})
+            continue
+        est = roofline.estimate_matmul(chip, m, n, k, dtype)
+        estimates.append((chip, est))
+        rows.append({"chip": chip.name, "intensity": est.intensity, "ridge": est.ridge_point, "bound": est.bound,
+                     "tflops": est.attainable_flops / 1e12, "pct": 100 * est.fraction_of_peak,
+                     "time_us": est.time_s * 1e6})
+    table = markdown_table(rows, {"chip": "chip", "intensity": "intensity (FLOP/B)", "ridge": "ridge (FLOP/B)",
+                                  "bound": "bound", "tflops": "attainable TFLOP/s", "pct": "% of peak",
+                                  "time_us": "time ≥ (µs)"},
+                           {"intensity": ",.1f", "ridge": ",.0f", "tflops": ",.1f", "pct": ".1f", "time_us": ",.2f"})
+    return estimates, _markdown_table_to_html(table)
+
+
+def _markdown_table_to_html(table: str) -> str:
+    lines = [line.strip("|").split("|") for line in table.splitlines() if not line.startswith("|---")]
+    head, body = lines[0], lines[1:]
+    cells = "".join(f"<th>{html.escape(h.strip())}</th>" for h in head)
+    rows = "".join("<tr>" + "".join(f"<td>{html.escape(c.strip())}</td>" for c in r) + "</tr>" for r in body)
+    return f"<table><tr>{cells}</tr>{rows}</table>"
+
+
+def roofline_explorer(chips: Sequence[str] = DEFAULT_CHIPS, dtype: str = "bf16",
+                      shape: tuple[int, int, int] = (4096, 4096, 4096)) -> W.VBox:
+    """Pick chips, a precision and a matmul shape; see the rooflines, the op on them and its bound."""
+    names = [c.name for c in hardware.list_chips()]
+    pick = W.SelectMultiple(options=names, value=tuple(hardware.get_chip(c).name for c in chips),
+                            rows=6, description="chips")
+    dtype_box = W.Dropdown(options=[p for p in BYTES_PER_ELEMENT if p != "int4"], value=dtype, description="dtype")
+    dims = [W.IntText(value=v, description=d, layout=W.Layout(width="160px")) for d, v in zip("MNK", shape,
+                                                                                             strict=True)]
+    err, table, image = error_box(), W.HTML(), W.Image(format="png", layout=W.Layout(max_width="760px"))
+    canvas = RooflinePlot()
+
+    def update(_=None) -> None:
+        try:
+            estimates, table.value = roofline_report(pick.value, dtype_box.value, *(d.value for d in dims))
+        except ValueError as exc:
+            show_error(err, exc)
+            return
+        show_error(err, None)
+        canvas.update([c for c, _ in estimates], dtype_box.value, ops=[est for _, est in estimates[:1]])
+        image.value = canvas.png()
+
+    for control in (pick, dtype_box, *dims):
+        control.observe(update, names="value")
+    update()
+    return W.VBox([W.HBox([pick, W.VBox([dtype_box, *dims])]), err, table, image])
+
+
+def systolic_step(A: np.ndarray, B: np.ndarray, *, size: int, dataflow: str, cycle: int) -> tuple[object, dict]:
+    """Trace a small array, draw cycle ``cycle`` and count the accesses up to it. Returns (figure, counters)."""
+    tr = systolic.trace(A, B, size=size, dataflow=dataflow)
+    if not 0 <= cycle < tr.cycles:
+        raise ValueError(f"cycle must be in [0, {tr.cycles - 1}], got {cycle}")
+    fired = tr.fire[: cycle + 1]
+    counters = {"cycle": cycle, "cycles in all": tr.cycles, "phase": tr.phase[cycle],
+                "PEs firing now": int(tr.fire[cycle].sum()), "MACs so far": int(fired.sum()),
+                "MACs in all": int(tr.fire.sum()),
+                "utilisation so far": float(fired.sum() / ((cycle + 1) * size * size))}
+    return plot_trace_step(tr, cycle), counters
+
+
+def systolic_stepper(size: int = 3, m: int = 4, k: int = 3, n: int = 3, seed: int = 0) -> W.VBox:
+    """Step (or play) a small systolic array cycle by cycle, with live counters."""
+    rng = np.random.default_rng(seed)
+    A, B = rng.integers(-3, 4, (m, k)), rng.integers(-3, 4, (k, n))
+    total = systolic.trace(A, B, size=size, dataflow="weight-stationary").cycles
+    flow = W.ToggleButtons(options=["weight-stationary", "output-stationary"], description="dataflow")
+    cycle = W.IntSlider(value=0, min=0, max=total - 1, description="cycle", continuous_update=False)
+    play = W.Play(value=0, min=0, max=total - 1, interval=700, description="play")
+    W.jslink((play, "value"), (cycle, "value"))
+    err, counters, image = error_box(), W.HTML(), W.Image(format="png", layout=W.Layout(max_width="560px"))
+
+    def redraw(_=None) -> None:
+        try:
+            fig, info = systolic_step(A, B, size=size, dataflow=flow.value, cycle=cycle.value)
+        except ValueError as exc:
+            show_error(err, exc)
+            return
+        show_error(err, None)
+        counters.value = " &nbsp;|&nbsp; ".join(
+            f"<b>{k}</b>: {v:.0%}" if isinstance(v, float) else f"<b>{k}</b>: {v}" for k, v in info.items())
+        image.value = figure_png(fig)
+
+    def new_flow(_=None) -> None:
+        last = systolic.trace(A, B, size=size, dataflow=flow.value).cycles - 1
+        cycle.value = min(cycle.value, last)
+        cycle.max = play.max = last
+        redraw()
+
+    cycle.observe(redraw, names="value")
+    flow.observe(new_flow, names="value")
+    redraw()
+    return W.VBox([flow, W.HBox([play, cycle]), err, counters, image])
+
+
+def measurement_report(measurement, dtype: str = "fp32") -> str:
+    """One-paragraph HTML summary of a DeviceMeasurement: best FLOP/s, bandwidth and ridge point."""
+    flops, bw = measurement.best_flops(dtype), measurement.best_bandwidth()
+    name = html.escape(measurement.label)
+    return (f"<b>{name}</b>: best {dtype} matmul {flops / 1e9:,.1f} GFLOP/s, copy bandwidth {bw / 1e9:,.1f} GB/s "
+            f"(read + write), ridge point {flops / bw:,.1f} FLOP/byte.")
+
+
+def measure_panel(chips: Sequence[str] = DEFAULT_CHIPS, dtype: str = "fp32", config=None) -> W.VBox:
+    """A button that measures this machine (a few seconds) and adds it to the roofline.
+
+    ``config`` is an :class:`aihw.measure.roofline.MeasureConfig`; by default the standard sizes for ``dtype``.
+    """
+    from aihw.measure.roofline import (  # torch: imported only when this panel is built
+        MeasureConfig,
+        measure_device,
+    )
+
+    button = run_button("Measure my device")
+    status, err, out = W.HTML("Press the button: it times matmuls and a memory copy (about 10 s)."), error_box(), \
+        W.Output()
+
+    def work() -> str:
+        mine = measure_device(config or MeasureConfig(dtypes=(dtype,)))
+        show_figure(out, plot_roofline(list(chips), dtype, measured=mine))
+        return measurement_report(mine, dtype)
+
+    button.on_click(lambda _: guarded_run(button, status, err, "measuring...", work))
+    return W.VBox([button, status, err, out])
+
+
+__all__ = ["roofline_report", "roofline_explorer", "systolic_step", "systolic_stepper", "measurement_report",
+           "measure_panel"]

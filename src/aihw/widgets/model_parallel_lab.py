@@ -1,0 +1,146 @@
+"""Widgets of the lab "Model, pipeline and tensor parallelism".
+
+* :func:`schedule_explorer` (live): the simulator's Gantt chart for any schedule, p, m and v.
+* :func:`pipeline_panel` (Run button): a real pipeline run on this machine, measured beside simulated.
+* :func:`planner_widget` (live): the planner's ranked layouts for a model on a cluster.
+
+The work is done by plain functions (:func:`simulate_view`, :func:`run_view`, :func:`plan_view`) the tests call.
+"""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as W
+
+from aihw import planner
+from aihw.catalogue.hardware import list_chips
+from aihw.catalogue.networks import load_networks
+from aihw.model_presets import list_presets
+from aihw.pipeline_sim import SCHEDULES, bubble_fraction, simulate
+from aihw.plots.model_parallel import plot_measured_and_simulated, plot_simulated
+from aihw.widgets._common import error_box, figure_png, guarded_run, run_button, show_error
+
+
+def simulate_view(schedule: str = "1f1b", p: int = 4, m: int = 8, v: int = 1):
+    """Simulate one step (forward 1, backward 2 time units); return (figure, facts)."""
+    v = v if schedule == "interleaved" else 1
+    run = simulate(schedule, p, m, v=v)
+    facts = {"bubble (simulated)": run.bubble, "bubble (closed form)": bubble_fraction(p, m, v=v),
+             "peak micro-batches in flight, stage 0": run.peak_in_flight[0], "step (time units)": run.step_s}
+    return plot_simulated(run), facts
+
+
+def run_view(p: int = 2, m: int = 4, schedule: str = "1f1b", *, width: int = 64, micro_batch_size: int = 4):
+    """Run the pipeline for real (``p`` gloo ranks, a few seconds); return (figure, summary dict)."""
+    from aihw.models.tinygpt import TinyGPTConfig
+    from aihw.parallel.pipeline import PipelineConfig, run_pipeline, summary, timeline
+
+    cfg = PipelineConfig(model=TinyGPTConfig(width=width, depth=6), micro_batches=m,
+                         micro_batch_size=micro_batch_size, schedule=schedule)
+    runs = run_pipeline(cfg, stages=p)[0]
+    result = summary(runs)
+    events, step = timeline(runs)
+    sim = simulate(schedule, p, m, forward_s=result["forward_s"], backward_s=result["backward_s"])
+    return plot_measured_and_simulated(events, step, sim, measured_bubble=result["bubble_measured"]), result
+
+
+def plan_view(model: str = "llama-2-13b", chip: str = "H100 SXM", chips_per_node: int = 8, nodes: int = 4,
+              network: str = "InfiniBand NDR", global_batch: int = 512, seq: int = 4096, mfu: float = 0.4,
+              top: int = 5) -> tuple[planner.Plan, str]:
+    """Plan and an HTML table of the ``top`` layouts, the explanation and the assumptions."""
+    cfg = planner.PlanConfig(model=model, cluster=planner.Cluster(chip=chip, chips_per_node=chips_per_node,
+                                                                  nodes=nodes, network=network),
+                             global_batch=global_batch, seq=seq, mfu=mfu)
+    result = planner.plan(cfg)
+    cols = ("layout", "GB/chip", "step s", "compute", "bubble", "TP comm", "PP comm", "DP comm", "MFU")
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in (
+            x.label, f"{x.memory_bytes / 1e9:.1f}", f"{x.step_s:.3g}", *(f"{t:.3g}" for t in x.times.values()),
+            f"{x.mfu_achieved:.0%}")) + "</tr>" for x in result.ranked[:top])
+    table = "<table><tr>" + "".join(f"<th>{c}</th>" for c in cols) + f"</tr>{rows}</table>"
+    notes = "".join(f"<li>{html.escape(s)}</li>" for s in planner.explain(result))
+    assumptions = "".join(f"<li>{html.escape(a)}</li>" for a in result.assumptions)
+    return result, f"{table}<ul>{notes}</ul><details><summary>assumptions</summary><ul>{assumptions}</ul></details>"
+
+
+def _facts_html(facts: dict) -> str:
+    return " &nbsp;|&nbsp; ".join(f"<b>{html.escape(k)}</b>: " + (f"{v:.1%}" if isinstance(v, float) and v < 1
+                                                                   else f"{v:g}") for k, v in facts.items())
+
+
+def schedule_explorer(schedule: str = "1f1b", p: int = 4, m: int = 8, v: int = 2) -> W.VBox:
+    """Sliders for p, m, v and the schedule; the simulated Gantt chart and bubble update live."""
+    sched = W.ToggleButtons(options=SCHEDULES, value=schedule, description="schedule")
+    sliders = {name: W.IntSlider(value=val, min=1, max=hi, description=name, continuous_update=False)
+               for name, val, hi in (("p", p, 16), ("m", m, 32), ("v", v, 4))}
+    err, facts, image = error_box(), W.HTML(), W.Image(format="png")
+
+    def update(_=None) -> None:
+        try:
+            fig, info = simulate_view(sched.value, *(s.value for s in sliders.values()))
+        except (ValueError, RuntimeError) as exc:
+            show_error(err, exc)
+            return
+        show_error(err, None)
+        facts.value = _facts_html(info)
+        image.value = figure_png(fig)
+
+    for control in (sched, *sliders.values()):
+        control.observe(update, names="value")
+    update()
+    return W.VBox([sched, W.HBox(list(sliders.values())), err, facts, image])
+
+
+def pipeline_panel(p: int = 2, m: int = 4, schedule: str = "1f1b") -> W.VBox:
+    """Choose p, m and the schedule, press Run: the measured timeline beside the simulated one."""
+    p_box = W.BoundedIntText(value=p, min=1, max=6, description="p (ranks)")
+    m_box = W.BoundedIntText(value=m, min=1, max=16, description="m")
+    sched = W.ToggleButtons(options=("gpipe", "1f1b"), value=schedule, description="schedule")
+    button = run_button("Run")
+    status, err, image = W.HTML("Press Run: it starts p processes (a few seconds each)."), error_box(), \
+        W.Image(format="png")
+
+    def work() -> str:
+        fig, result = run_view(p_box.value, m_box.value, sched.value)
+        image.value = figure_png(fig)
+        return _facts_html({"bubble measured": result["bubble_measured"], "theory": result["bubble_theory"],
+                            "simulated with measured times": result["bubble_simulated"]})
+
+    button.on_click(lambda _: guarded_run(button, status, err, "running...", work))
+    return W.VBox([W.HBox([p_box, m_box]), sched, button, status, err, image])
+
+
+def planner_widget(model: str = "llama-2-13b", chip: str = "H100 SXM") -> W.VBox:
+    """Model, cluster, batch and MFU in; the ranked layouts and why the best one wins out (live)."""
+    style = {"description_width": "120px"}
+    controls = {
+        "model": W.Dropdown(options=list_presets(), value=model, description="model", style=style),
+        "chip": W.Dropdown(options=[c.short_name for c in list_chips() if c.interconnect is not None],
+                           value=chip, description="chip", style=style),
+        "chips_per_node": W.BoundedIntText(value=8, min=1, max=512, description="chips per node", style=style),
+        "nodes": W.BoundedIntText(value=4, min=0, max=4096, description="nodes", style=style),
+        "network": W.Dropdown(options=[n.name for n in load_networks()], value="InfiniBand NDR",
+                              description="network", style=style),
+        "global_batch": W.BoundedIntText(value=512, min=1, max=1 << 20, description="global batch", style=style),
+        "seq": W.BoundedIntText(value=4096, min=1, max=1 << 20, description="sequence", style=style),
+        "mfu": W.FloatSlider(value=0.4, min=0.0, max=1.0, step=0.05, description="MFU", style=style),
+    }
+    err, table = error_box(), W.HTML()
+
+    def update(_=None) -> None:
+        try:
+            _, table.value = plan_view(**{k: c.value for k, c in controls.items()})
+        except ValueError as exc:
+            show_error(err, exc)
+            table.value = ""
+            return
+        show_error(err, None)
+
+    for control in controls.values():
+        control.observe(update, names="value")
+    update()
+    return W.VBox([W.HBox([W.VBox(list(controls.values())[:4]), W.VBox(list(controls.values())[4:])]), err, table])
+
+
+__all__ = ["simulate_view", "run_view", "plan_view", "schedule_explorer", "pipeline_panel", "planner_widget"]
