@@ -19,7 +19,8 @@ def _toc_files() -> list[str]:
 
 def test_parts_in_course_order():
     captions = [part["caption"] for part in TOC["parts"]]
-    assert captions[:4] == ["Foundations", "Parallelism", "Optimization", "Scaling"]
+    expected = ["Foundations", "Parallelism", "Inference", "Optimization", "Scaling", "Reference"]
+    assert [c for c in expected if c in captions] == captions, f"parts out of course order: {captions}"
     foundations = [c["file"] for c in TOC["parts"][0]["chapters"]]
     assert foundations.index("chapters/gpus_vs_tpus") < foundations.index("chapters/memory")
 
