@@ -8,7 +8,9 @@ from these, never typed in; ``published_params`` is kept only so the tests can c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
 
 from aihw._validate import require_choice, require_positive
 
@@ -145,3 +147,73 @@ def get_preset(name: str) -> ModelShape:
 
 def list_presets() -> list[str]:
     return list(PRESETS)
+
+
+# --- model files ---------------------------------------------------------------------------------------------
+# A model file is a TOML table with the field names of ModelShape, e.g.
+#
+#     name = "my-7b"
+#     hidden = 4096
+#     layers = 32
+#     heads = 32
+#     kv_heads = 8
+#     ffn = 14336
+#     vocab = 32000
+#     max_seq = 8192
+#     gated_mlp = true
+#     biases = false
+#     norm = "rmsnorm"
+#     learned_positions = false
+#     tied_embeddings = false
+#
+# Accepted wherever a preset name is (the CLI's --model, the memory estimator, the planner, the serving model).
+
+MODEL_FILE_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(ModelShape) if f.name != "published_params")
+_REQUIRED = ("hidden", "layers", "heads", "vocab", "max_seq")
+
+
+def load_model_file(path: str | Path) -> ModelShape:
+    """Read a model file (TOML with ModelShape's field names); one clear ValueError for any problem."""
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"model file {str(p)!r} does not exist") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ValueError(f"model file {str(p)!r} cannot be read: {err}") from None
+    except tomllib.TOMLDecodeError as err:
+        raise ValueError(f"model file {str(p)!r} is not valid TOML: {err}") from None
+    unknown = sorted(set(data) - set(MODEL_FILE_FIELDS))
+    if unknown:
+        raise ValueError(f"model file {str(p)!r}: unknown field(s) {', '.join(unknown)}; "
+                         f"allowed: {', '.join(MODEL_FILE_FIELDS)}")
+    missing = [f for f in _REQUIRED if f not in data]
+    if missing:
+        raise ValueError(f"model file {str(p)!r}: missing field(s) {', '.join(missing)} "
+                         f"(required: {', '.join(_REQUIRED)})")
+    types = {f.name: f.type for f in fields(ModelShape)}
+    for key, value in data.items():
+        want = types[key]
+        if "bool" in str(want) and not isinstance(value, bool):
+            raise ValueError(f"model file {str(p)!r}: {key} must be true or false, got {value!r}")
+        if "int" in str(want) and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ValueError(f"model file {str(p)!r}: {key} must be a whole number, got {value!r}")
+        if want in ("str", str) and not isinstance(value, str):
+            raise ValueError(f"model file {str(p)!r}: {key} must be a string, got {value!r}")
+    data.setdefault("name", p.stem)
+    try:
+        return ModelShape(**data)
+    except ValueError as err:
+        raise ValueError(f"model file {str(p)!r}: {err}") from None
+
+
+def resolve_model(name_or_path: str | ModelShape) -> ModelShape:
+    """A preset name, a path to a model file (``*.toml``), or a ModelShape, turned into a ModelShape."""
+    if isinstance(name_or_path, ModelShape):
+        return name_or_path
+    if not isinstance(name_or_path, str) or not name_or_path.strip():
+        raise ValueError(f"model must be a preset name ({', '.join(PRESETS)}) or a .toml model file; "
+                         f"got {name_or_path!r}")
+    if name_or_path.lower().endswith(".toml") or "/" in name_or_path or Path(name_or_path).is_file():
+        return load_model_file(name_or_path)
+    return get_preset(name_or_path)
