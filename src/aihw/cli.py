@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 import aihw.commands
+from aihw._validate import NonFiniteResult, TooLarge
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -45,11 +46,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit status."""
+    words = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser().parse_args(words)
         return int(args.run(args) or 0)
-    except (_UsageError, ValueError) as exc:
+    except (_UsageError, ValueError, OverflowError) as exc:
         message = " ".join(str(exc).split())  # always one line
+        if isinstance(exc, OverflowError):  # a number too large for a float somewhere in the arithmetic
+            message = f"a number is too large to compute with ({message})"
+        if isinstance(exc, (NonFiniteResult, TooLarge, OverflowError)):
+            message += f"; input: aihw {' '.join(words)}"
         print(f"aihw: error: {message}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `aihw hardware list | head`

@@ -133,6 +133,9 @@ def bus_bandwidth(alg_bandwidth: float, world_size: int, collective: str = "all_
     return float(require_positive("alg_bandwidth", alg_bandwidth)) * BUS_FACTORS[collective](_world(world_size))
 
 
+FLAT_FRACTION = 0.01  # fit_alpha_beta refuses timings whose bandwidth term is below this share of the time
+
+
 def fit_alpha_beta(sizes_bytes: Sequence[float], times_s: Sequence[float], world_size: int,
                    algorithm: str = "ring") -> tuple[LinkModel, float]:
     """Fit alpha (s) and B (bytes/s) of ``all_reduce_time`` to measured all-reduce times; return (link, R²).
@@ -158,8 +161,11 @@ def fit_alpha_beta(sizes_bytes: Sequence[float], times_s: Sequence[float], world
     if alpha < 0:
         alpha = 0.0
         beta = float(np.sum(design[:, 1] * w * times * w) / np.sum((design[:, 1] * w) ** 2))
-    if not beta > 0:
-        raise ValueError("the measured times do not grow with message size; cannot fit a bandwidth")
+    largest = int(np.argmax(sizes))
+    if not beta > 0 or beta * design[largest, 1] < FLAT_FRACTION * times[largest]:
+        raise ValueError("the measured times do not grow with message size (the bandwidth term explains less "
+                         f"than {FLAT_FRACTION:.0%} of the largest message's time); cannot fit a bandwidth: "
+                         "measure larger messages")
     predicted = design @ np.array([alpha, beta])
     ss_tot = float(np.sum((times - times.mean()) ** 2))
     r2 = 1.0 - float(np.sum((times - predicted) ** 2)) / ss_tot if ss_tot > 0 else 1.0
@@ -227,6 +233,14 @@ def cluster_estimates(n_bytes: float, *, chip: str = "H100 SXM", network: str = 
                       ) -> list[ClusterEstimate]:
     """All-reduce of ``n_bytes`` on: one node (ring over the chip's link), ``nodes`` nodes (hierarchical and
     flat ring over ``network``), and a TPU slice of ``tpu_chips`` (ring over ICI, upper-bound bandwidth)."""
+    from aihw.catalogue.hardware import get_chip
+
+    if get_chip(chip).kind != "gpu":
+        raise ValueError(f"chip {chip!r} is a {get_chip(chip).kind.upper()}, not a GPU: TPUs are not joined into "
+                         f"nodes over {network}; give it as tpu= (--tpu) for the slice estimate")
+    if get_chip(tpu).kind != "tpu":
+        raise ValueError(f"tpu {tpu!r} is a {get_chip(tpu).kind.upper()}, not a TPU; give a TPU (e.g. 'TPU v5p') "
+                         "or compare GPUs with chip= (--chip)")
     intra, inter, ici = link_from_chip(chip), network_link(network), link_from_chip(tpu)
     g, m = gpus_per_node, nodes
     return [

@@ -10,7 +10,7 @@ import html
 import math
 from dataclasses import dataclass
 
-from aihw._validate import require_in_range
+from aihw._validate import as_number, require_in_range
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,13 @@ class CheckResult:
                 f"{html.escape(self.message)}</div>")
 
 
+def _finite(value: int | float) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int beyond float range
+        return False
+
+
 def _fmt(value: float, unit: str) -> str:
     text = f"{value:.4g}"
     return f"{text} {unit}".strip()
@@ -48,9 +55,12 @@ def check(answer: float | int | None, expected: float, *, rel_tol: float = 0.02,
     """
     require_in_range("rel_tol", rel_tol, 0, 1)
     require_in_range("abs_tol", abs_tol, 0, math.inf, high_inclusive=False)
+    expected = require_in_range("expected", expected, -math.inf, math.inf, low_inclusive=False,
+                                high_inclusive=False)
     if answer is None:
         return CheckResult(False, False, f"Not answered yet. {hint}".strip())
-    if isinstance(answer, bool) or not isinstance(answer, (int, float)) or not math.isfinite(answer):
+    answer = as_number(answer)  # numpy and torch scalars are numbers too
+    if isinstance(answer, bool) or not isinstance(answer, (int, float)) or not _finite(answer):
         return CheckResult(False, True, f"Expected a finite number, got {answer!r}. {hint}".strip())
     if math.isclose(answer, expected, rel_tol=rel_tol, abs_tol=abs_tol):
         return CheckResult(True, True, f"Correct: {_fmt(answer, unit)} (expected {_fmt(expected, unit)}).")

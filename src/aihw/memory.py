@@ -127,6 +127,9 @@ class MemoryConfig:
         require_in_range("overhead_bytes", self.overhead_bytes, 0, math.inf, high_inclusive=False)
         if self.model is not None:
             self._check_parallel(self.model)
+            if self.model.learned_positions and self.seq is not None and self.seq > self.model.max_seq:
+                raise ValueError(f"seq={self.seq} is beyond the {self.model.max_seq} positions of {self.model.name} "
+                                 "(a learned position table has no row for longer sequences)")
 
     def _check_parallel(self, m: ModelShape) -> None:
         if m.heads % self.tp:
@@ -272,11 +275,25 @@ def _assumptions(cfg: MemoryConfig) -> tuple[str, ...]:
     if cfg.dp * cfg.tp * cfg.pp > 1:
         notes.append(f"Per device: tp={cfg.tp}, pp={cfg.pp} (1F1B: the first stage holds pp micro-batches), "
                      f"dp={cfg.dp} with ZeRO stage {cfg.zero}.")
+    notes += _odd_combinations(cfg)
     if cfg.overhead_fraction or cfg.overhead_bytes:
         notes.append(f"Overhead item: {cfg.overhead_fraction:.0%} of the rest + {cfg.overhead_bytes:.3g} bytes.")
     else:
         notes.append("No framework overhead, temporary buffers or fragmentation: a lower bound.")
     return tuple(notes)
+
+
+def _odd_combinations(cfg: MemoryConfig) -> list[str]:
+    """Flags for settings that are allowed but change nothing or leave the model's validated range."""
+    flags = []
+    if cfg.zero and cfg.mode == "infer":
+        flags.append(f"Note: ZeRO stage {cfg.zero} is ignored when serving (ZeRO shards training state only).")
+    elif cfg.zero and cfg.dp == 1:
+        flags.append(f"Note: ZeRO stage {cfg.zero} with dp=1 shards nothing (it splits over dp replicas).")
+    if cfg.model is not None and cfg.tokens is not None and cfg.tokens > cfg.model.max_seq:
+        flags.append(f"Note: {cfg.tokens} tokens is beyond the {cfg.model.max_seq} the model was trained with "
+                     "(possible with RoPE scaling; quality is not guaranteed).")
+    return flags
 
 
 def estimate(config: MemoryConfig) -> MemoryEstimate:
