@@ -35,6 +35,15 @@ def as_number(value: object) -> object:
     return value
 
 
+def coerce_numbers(config: object, *names: str) -> None:
+    """In a frozen config's ``__post_init__``: replace numpy/torch scalars in fields ``names`` by Python
+    numbers, so later arithmetic never yields tensors or numpy types (and the checks see plain numbers)."""
+    for name in names:
+        value = getattr(config, name)
+        if value is not None:
+            object.__setattr__(config, name, as_number(value))
+
+
 def _is_real(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
-from aihw._validate import require_choice, require_in_range, require_positive
+from aihw._validate import coerce_numbers, require_choice, require_in_range, require_positive
 from aihw.model_presets import ModelShape, get_preset
 
 # Storage bytes per value. tf32 is a tensor-core input mode: values are stored as 32-bit floats.
@@ -105,6 +105,8 @@ class MemoryConfig:
     overhead_bytes: float = 0.0  # fixed overhead per device (e.g. CUDA context), bytes
 
     def __post_init__(self) -> None:
+        coerce_numbers(self, "params", "batch", "seq", "zero", "dp", "tp", "pp", "overhead_fraction",
+                       "overhead_bytes")
         if (self.model is None) == (self.params is None):
             raise ValueError("give exactly one of model (a ModelShape or preset) and params (a count such as 7e9)")
         if isinstance(self.model, str):

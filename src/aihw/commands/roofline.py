@@ -7,8 +7,8 @@ from dataclasses import asdict
 
 from aihw import roofline
 from aihw._validate import require_finite_result
-from aihw.commands._output import print_result
 from aihw.catalogue.hardware import get_chip
+from aihw.commands._output import print_result
 
 
 def add_parser(subparsers) -> None:

@@ -39,7 +39,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from aihw._validate import require_choice, require_positive
+from aihw._validate import coerce_numbers, require_choice, require_positive
 from aihw.measure.device import BACKEND_CHOICES, pick_backend
 
 HOST = "127.0.0.1"  # every rank runs on this machine
@@ -70,6 +70,7 @@ class LaunchConfig:
     max_world_size: int = DEFAULT_MAX_WORLD_SIZE  # guard against typos such as world_size=200
 
     def __post_init__(self) -> None:
+        coerce_numbers(self, "world_size", "timeout_s", "threads_per_rank", "max_world_size")
         _require_int("max_world_size", self.max_world_size, 1, 4096)
         _require_int("world_size", self.world_size, 1, self.max_world_size,
                      f" (max_world_size, default {DEFAULT_MAX_WORLD_SIZE}, can be raised)")

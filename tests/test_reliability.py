@@ -1,0 +1,214 @@
+"""Hostile and careless input: one clear error (never a traceback, inf, NaN or invalid JSON), numpy and torch
+scalars accepted, odd combinations refused or flagged, and the checks that kill surviving mutants."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from aihw import collective_cost as cc
+from aihw._validate import NonFiniteResult, TooLarge, as_number, require_finite_result, require_positive
+from aihw.cli import main
+from aihw.exercises import check
+from aihw.memory import MemoryConfig, estimate
+
+HUGE_INT = "9" * 400
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# ----- CLI: huge numbers and overflowing results ----------------------------------------------------------
+
+@pytest.mark.parametrize("argv", [
+    ("roofline", "--chip", "h100", "--matmul", "1e200", "1e200", "1e200"),
+    ("roofline", "--chip", "h100", "--elementwise", "1e308"),
+    ("collectives", "--bytes", "1e9", "--ranks", HUGE_INT),
+    ("collectives", "--bytes", "1e308"),
+    ("collectives", "--bytes", "1e308", "--json"),
+    ("memory", "--params", "1e308"),
+    ("memory", "--params", "1e308", "--json"),
+    ("memory", "--params", "7e9", "--dp", HUGE_INT),
+    ("memory", "--model", "llama-2-7b", "--batch", HUGE_INT, "--json"),
+], ids=lambda argv: " ".join(a if len(a) < 20 else "<400 digits>" for a in argv))
+def test_huge_numbers_give_one_error_line_naming_the_input(capsys, argv):
+    code, out, err = _run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err.startswith("aihw: error: ") and err.count("\n") == 1, err
+    assert "Traceback" not in err and "inf ms" not in err
+    assert f"input: aihw {argv[0]}" in err  # names the command line that was too large
+
+
+def test_json_output_is_strict(capsys, monkeypatch):
+    code, out, _ = _run(capsys, "memory", "--model", "llama-2-7b", "--mode", "infer", "--json")
+    assert code == 0
+    json.loads(out, parse_constant=lambda name: pytest.fail(f"non-standard JSON constant {name}"))
+
+
+def test_finite_result_check_walks_nested_results():
+    require_finite_result("r", {"a": [1.0, {"b": 2}], "c": "text"})
+    with pytest.raises(NonFiniteResult, match=r"r\.a\[1\]\.b = inf"):
+        require_finite_result("r", {"a": [1.0, {"b": math.inf}]})
+
+
+# ----- numbers of every kind ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value", [np.int64(3), np.float32(3.0), np.array(3), torch.tensor(3), torch.tensor(3.0)])
+def test_numpy_and_torch_scalars_are_numbers(value):
+    assert require_positive("n", value, integer=True) == 3
+    assert type(as_number(value)) in (int, float)
+    assert check(value, 3.0).ok
+
+
+@pytest.mark.parametrize("value", [np.int64(3), np.array(3), torch.tensor(3)])
+def test_integer_scalars_of_numpy_and_torch_configure_experiments(value):
+    cfg = MemoryConfig(model="gpt2-small", batch=value, dp=np.int64(2), zero=1)
+    assert cfg.batch == 3 and type(cfg.batch) is int and type(cfg.dp) is int
+    assert estimate(cfg).per_device_bytes == estimate(MemoryConfig(model="gpt2-small", batch=3, dp=2, zero=1)
+                                                      ).per_device_bytes
+    from aihw.parallel.launch import LaunchConfig
+
+    assert LaunchConfig(world_size=value).world_size == 3
+
+
+@pytest.mark.parametrize("value", [10**400, float("inf"), np.float64("nan"), torch.tensor(float("inf"))])
+def test_values_beyond_float_range_are_refused_with_a_message(value):
+    with pytest.raises(TooLarge, match="finite number no larger than"):
+        require_positive("n", value)
+
+
+@pytest.mark.parametrize("value", [torch.tensor([1, 2]), "3", True, None])
+def test_non_scalars_are_refused(value):
+    with pytest.raises(ValueError, match="must be a positive"):
+        require_positive("n", value)
+
+
+# ----- the exercise checker: tolerance and sign (mutants) -----------------------------------------------------
+
+@given(st.floats(min_value=1e-6, max_value=1e12), st.floats(min_value=0.001, max_value=0.09),
+       st.floats(min_value=1.5, max_value=9.0))
+def test_an_answer_just_outside_the_tolerance_fails(expected, rel_tol, times):
+    """Kills a checker made looser (10x the tolerance): 1.5..9 tolerances away is wrong."""
+    assert not check(expected * (1 + times * rel_tol), expected, rel_tol=rel_tol).ok
+    assert not check(expected * (1 - times * rel_tol), expected, rel_tol=rel_tol).ok
+
+
+@given(st.floats(min_value=1e-6, max_value=1e12))
+def test_the_sign_matters(expected):
+    """Kills a checker comparing magnitudes."""
+    result = check(-expected, expected)
+    assert not result.ok and "too low" in result.message
+    assert not check(expected, -expected).ok
+
+
+def test_expected_value_must_be_finite():
+    with pytest.raises(ValueError, match="expected"):
+        check(1.0, math.nan)
+
+
+# ----- memory: KV cache under tensor parallelism, odd combinations ---------------------------------------
+
+@pytest.mark.parametrize(("model", "tp", "pp"), [("llama-2-7b", 8, 1), ("llama-2-7b", 4, 2), ("llama-2-70b", 8, 4)])
+def test_kv_cache_per_device_is_divided_by_tp_and_pp(model, tp, pp):
+    """Kills a KV cache not divided by tensor parallelism: kv heads (>= tp here) split evenly over tp."""
+    result = estimate(MemoryConfig(model=model, mode="infer", batch=4, seq=2048, tp=tp, pp=pp))
+    assert result.total["kv_cache"] > 0
+    assert result.per_device["kv_cache"] == pytest.approx(result.total["kv_cache"] / (tp * pp))
+
+
+def test_kv_cache_with_more_tp_ranks_than_kv_heads_keeps_one_head_per_rank():
+    result = estimate(MemoryConfig(model="llama-2-70b", mode="infer", tp=16))  # 8 KV heads
+    assert result.per_device["kv_cache"] == pytest.approx(result.total["kv_cache"] / 8)
+
+
+def test_sequence_beyond_learned_positions_is_refused():
+    with pytest.raises(ValueError, match="beyond the 1024 positions of gpt2-small"):
+        MemoryConfig(model="gpt2-small", seq=4096)
+
+
+@pytest.mark.parametrize(("kwargs", "flag"), [
+    ({"zero": 2, "dp": 1}, "with dp=1 shards nothing"),
+    ({"zero": 1, "dp": 4, "mode": "infer"}, "ignored when serving"),
+    ({"seq": 16384, "mode": "infer"}, "beyond the 4096 the model was trained with"),
+])
+def test_odd_memory_combinations_are_flagged_in_the_api(kwargs, flag):
+    notes = " ".join(estimate(MemoryConfig(model="llama-2-7b", **kwargs)).assumptions)
+    assert flag in notes
+
+
+@pytest.mark.parametrize(("argv", "pattern"), [
+    (("--zero", "2"), "with --dp 1 shards nothing"),
+    (("--zero", "1", "--dp", "4", "--mode", "infer"), "applies to training only"),
+    (("--chip", ""), "--chip is empty"),
+    (("--chip", "   "), "--chip is empty"),
+    (("--pp", "64"), "pp=64 must divide the 32 layers"),
+])
+def test_odd_memory_command_lines_are_refused(capsys, argv, pattern):
+    code, _, err = _run(capsys, "memory", "--model", "llama-2-7b", *argv)
+    assert code == 2 and pattern in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(("argv", "pattern"), [
+    (("--tpu", "H100 SXM"), "is a GPU, not a TPU"),
+    (("--chip", "TPU v5p"), "is a TPU, not a GPU: TPUs are not joined into nodes over InfiniBand"),
+    (("--chip", ""), "unknown chip ''"),
+])
+def test_collectives_refuse_chips_of_the_wrong_kind(capsys, argv, pattern):
+    code, _, err = _run(capsys, "collectives", "--bytes", "1e9", *argv)
+    assert code == 2 and pattern in err, err
+
+
+# ----- alpha-beta fit, quantizer, systolic simulator -----------------------------------------------------
+
+@pytest.mark.parametrize("times", [[1e-3, 1e-3, 1e-3], [1e-3, 1.0000001e-3, 1e-3], [2e-3, 1e-3, 1e-3]])
+def test_alpha_beta_fit_refuses_flat_timings(times):
+    with pytest.raises(ValueError, match="do not grow with message size"):
+        cc.fit_alpha_beta([1e3, 1e5, 1e7], times, 2)
+
+
+def test_alpha_beta_fit_still_fits_growing_timings():
+    link, r2 = cc.fit_alpha_beta([1e3, 1e5, 1e7], [1e-5, 2e-5, 1e-3], 2)
+    assert link.bandwidth_bytes_per_s > 0 and r2 > 0.99
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_quantizer_refuses_nan_and_inf(bad, symmetric):
+    from aihw.cheaper.quantize import PerChannel, QuantScheme, choose_qparams, fake_quantize
+
+    x = torch.randn(4, 8)
+    x[2, 3] = bad
+    scheme = QuantScheme("int8", PerChannel(0), symmetric=symmetric)
+    with pytest.raises(ValueError, match="NaN or inf"):
+        choose_qparams(x, scheme)
+    with pytest.raises(ValueError, match="NaN or inf"):
+        fake_quantize(x, scheme)
+
+
+def test_quantizer_refuses_a_range_too_wide_for_a_scale_and_non_tensors():
+    from aihw.cheaper.quantize import PerGroup, QuantScheme, choose_qparams
+
+    with pytest.raises(ValueError, match="too wide"):
+        choose_qparams(torch.tensor([-3e38, 3e38]), QuantScheme("int8", symmetric=False))
+    with pytest.raises(ValueError, match="torch.Tensor"):
+        choose_qparams([1.0, 2.0], QuantScheme("int8"))
+    with pytest.raises(ValueError, match="must divide the last dimension"):
+        choose_qparams(torch.randn(4, 10), QuantScheme("int4", PerGroup(4)))
+
+
+def test_systolic_simulator_refuses_work_of_minutes():
+    from aihw.systolic import predicted_cycles, simulate
+
+    a = np.ones((2000, 2000), dtype=np.float32)
+    with pytest.raises(ValueError, match="use smaller matrices, or predicted_cycles"):
+        simulate(a, a, size=8)
+    assert predicted_cycles(2000, 2000, 2000, size=8) > 10**8  # the analytic answer stays instant
