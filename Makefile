@@ -27,8 +27,11 @@ book: setup
 browser-deps:
 	@bash scripts/install_browser.sh
 
+# The test build executes every page every time: no execution cache (it is keyed on the page, not on the
+# package a page imports) and --all (Sphinx would otherwise skip a page whose source did not change).
 test-book: setup
-	$(BIN)/jupyter-book build . -W -n --keep-going
+	rm -rf _build/.jupyter_cache
+	$(BIN)/jupyter-book build . -W -n --keep-going --all
 
 test-unit: setup browser-deps
 	$(BIN)/python -m pytest tests -q
