@@ -39,7 +39,7 @@ import torch
 from aihw.cheaper import distill, prune, quantize_model
 from aihw.cheaper.quantize import PerChannel, PerGroup, QuantScheme, choose_qparams, dequantize, quantize
 from aihw.cheaper.quantize import quantized_size_bytes as packed_bytes
-from aihw.exercises import check
+from aihw.exercises import check, check_choice
 from aihw.models import digits
 from aihw.plots import cheaper as cplots
 from aihw.widgets import cheaper_lab
@@ -80,8 +80,11 @@ print(summary["scheme"], f"accuracy {summary['accuracy']:.1%}, "
 #
 # Simulated rounding tells you the accuracy, not the speed. Dynamic INT8 (PyTorch's `torch.ao` kernels) really
 # multiplies in int8. **Predict** before you run: will INT8 be faster for one image at a time? For a batch of 256?
+# Write your predictions below; they are checked against what your machine measures (on the widest layer).
 
 # %%
+predict_batch_1 = None  # "faster" or "slower": INT8 against fp32, one image at a time
+predict_batch_256 = None  # "faster" or "slower": INT8 against fp32, 256 images at a time
 int8_model, backend = quantize_model.dynamic_int8(model)
 card = digits.scorecard({"fp32": model, "int8": int8_model}, data, batch=256)
 for row in card:
@@ -92,6 +95,11 @@ assert abs(card[0]["accuracy"] - card[1]["accuracy"]) <= 0.01 and card[0]["size_
 speed = quantize_model.int8_speed_sweep(widths=(256, 1024), batches=(1, 16, 256), repeats=5)
 cplots.plot_int8_speedup(speed)
 plt.show()
+measured = {r["batch"]: ("faster" if r["int8_s"] < r["fp32_s"] else "slower") for r in speed if r["width"] == 1024}
+display(check_choice(predict_batch_1, measured[1], ("faster", "slower"),
+                     hint="At batch 1 a layer is a matrix-vector product: what limits it, the arithmetic or the bytes?"),
+        check_choice(predict_batch_256, measured[256], ("faster", "slower"),
+                     hint="At batch 256 the weights are reused 256 times: int8 arithmetic itself now counts."))
 print(quantize_model.fp8_model(model)[1])
 
 # %% [markdown]

@@ -38,7 +38,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from aihw import collective_cost as cc
-from aihw.exercises import check
+from aihw.exercises import check, check_choice
 from aihw.memory import MemoryConfig, estimate
 from aihw.parallel import collectives_bench
 from aihw.parallel import data_parallel as dp
@@ -90,6 +90,14 @@ assert fits and all(link.bandwidth_bytes_per_s > 0 and link.alpha_s >= 0 for lin
 # **Compare.** Is the ring faster than the naive scheme for the largest message, by the factor of 2 the model
 # predicts for 2 ranks? How does your ring compare with the built-in all-reduce? For small messages, which term
 # of the model dominates?
+
+# %%
+small_term = None  # for small messages, which term dominates: "alpha" (latency) or "beta" (bandwidth)?
+fitted = fits.get("ring") or next(iter(fits.values()))  # your machine's fitted α and B
+steps, factor = cc.all_reduce_terms(2, "ring")
+alpha_part, beta_part = steps * fitted.alpha_s, factor * 1024 * fitted.beta_s_per_byte  # a 1 KB message
+check_choice(small_term, "alpha" if alpha_part > beta_part else "beta", ("alpha", "beta"),
+             hint="Put n = 1 KB into both terms of the fitted model and compare.")
 #
 # ## 3. Train with several workers
 #
@@ -133,13 +141,14 @@ assert one_node.time_s < hierarchical.time_s < flat.time_s
 #
 # Replace `None` with your number and run the cell. The expected values come from the package's calculators.
 #
-# **Exercise 1.** How many milliseconds does a ring all-reduce of 1 GB (10⁹ bytes) take on 8 H100 SXM GPUs in one
-# node? Use the catalogue's NVLink bandwidth per direction (`cc.link_from_chip("H100 SXM")`) and α = 5 µs.
+# **Exercise 1.** How many milliseconds does a ring all-reduce of 100 MB (10⁸ bytes) take on 8 H100 SXM GPUs in
+# one node? Use the catalogue's NVLink bandwidth per direction (`cc.link_from_chip("H100 SXM")`) and α = 5 µs.
 
 # %%
 answer_1 = None  # your answer, ms
-expected_1 = cc.all_reduce_time(1e9, 8, link=cc.link_from_chip("H100 SXM", alpha_s=5e-6)) * 1e3
-check(answer_1, expected_1, rel_tol=0.02, unit="ms",
+expected_1 = cc.all_reduce_time(1e8, 8, link=cc.link_from_chip("H100 SXM", alpha_s=5e-6)) * 1e3
+TOL_1 = 0.01  # the α term is 15% of this answer: an answer without it must not pass
+check(answer_1, expected_1, rel_tol=TOL_1, unit="ms",
       hint="2(p-1) alpha + 2(p-1)/p x n / B, with B = 900 GB/s bidirectional / 2.")
 
 # %% [markdown]
@@ -175,10 +184,19 @@ check(answer_4, expected_4, rel_tol=0.001, unit="bytes", hint="2(p-1) steps, eac
 
 # %%
 solutions = [
-    check(14 * 5e-6 * 1e3 + 2 * 7 / 8 * 1e9 / 450e9 * 1e3, expected_1, rel_tol=0.001),
+    check(14 * 5e-6 * 1e3 + 2 * 7 / 8 * 1e8 / 450e9 * 1e3, expected_1, rel_tol=0.001),
     check(2**30 / 12e-3 * 2 * 15 / 16 / 1e9, expected_2, rel_tol=0.001),
     check(12 * 7e9 / 8 / 1e9, expected_3, rel_tol=0.001),
     check(2 * 3 * (64 * 2**20 / 4), expected_4, rel_tol=0),
 ]
 assert all(s.ok for s in solutions), [str(s) for s in solutions]
-print("all solutions check out")
+# The checks tell the common slips apart from the solution: a term left out, a factor of 2 or of p.
+slips = [
+    check(2 * 7 / 8 * 1e8 / 450e9 * 1e3, expected_1, rel_tol=TOL_1),  # no α
+    check(14 * 5e-6 * 1e3 + 2 * 7 / 8 * 1e8 / 900e9 * 1e3, expected_1, rel_tol=TOL_1),  # bidirectional B
+    check(2**30 / 12e-3 / 1e9, expected_2, rel_tol=0.02),  # algbw, not busbw
+    check(12 * 7e9 / 1e9, expected_3, rel_tol=0.02),  # not sharded
+    check(2 * 3 * 64 * 2**20, expected_4, rel_tol=0.001),  # whole buffer per step
+]
+assert not any(s.ok for s in slips), [str(s) for s in slips]
+print("all solutions check out, and the usual slips do not")

@@ -36,7 +36,7 @@ import numpy as np
 
 from aihw import roofline, simt, systolic
 from aihw.catalogue import hardware
-from aihw.exercises import check
+from aihw.exercises import check, check_choice
 from aihw.plots.gpus_vs_tpus import plot_roofline
 from aihw.widgets import gpus_vs_tpus_lab
 
@@ -145,8 +145,12 @@ check(answer_1, roofline.ridge_point(h100.peak_flops("bf16"), h100.bandwidth_byt
 
 # %%
 answer_2 = None  # your answer, microseconds
-check(answer_2, roofline.estimate_matmul("TPU v5e", 1, 8192, 8192, "bf16").time_s * 1e6, rel_tol=0.05,
-      unit="µs", hint="Count the bytes: the 8192×8192 bf16 matrix dominates; divide by the HBM bandwidth.")
+answer_2_bound = None  # "compute" or "memory"
+matvec = roofline.estimate_matmul("TPU v5e", 1, 8192, 8192, "bf16")
+display(check(answer_2, matvec.time_s * 1e6, rel_tol=0.05,
+              unit="µs", hint="Count the bytes: the 8192×8192 bf16 matrix dominates; divide by the HBM bandwidth."),
+        check_choice(answer_2_bound, matvec.bound, ("compute", "memory"),
+                     hint="Compare the FLOP per byte of a matrix-vector product with the chip's ridge point."))
 
 # %% [markdown]
 # **Exercise 3.** How many cycles does the 3×3 weight-stationary array above take for the 4×3 by 3×3
@@ -162,12 +166,19 @@ check(answer_3, systolic.predicted_cycles(4, 3, 3, size=3, dataflow="weight-stat
 
 # %%
 solutions = [
-    check(roofline.ridge_point(h100.peak_flops("bf16"), h100.bandwidth_bytes_per_s),
-          roofline.ridge_point(h100.peak_flops("bf16"), h100.bandwidth_bytes_per_s)),
+    check(989.4e12 / 3.35e12,  # NVIDIA's H100 SXM datasheet: 989.4 TFLOP/s dense bf16, 3.35 TB/s HBM3
+          roofline.ridge_point(h100.peak_flops("bf16"), h100.bandwidth_bytes_per_s), rel_tol=0.01),
+    check_choice("memory", matvec.bound, ("compute", "memory")),  # 2 FLOP per 2-byte weight: 1 FLOP/byte
     check(8192 * 8192 * 2 / hardware.get_chip("TPU v5e").bandwidth_bytes_per_s * 1e6,
           roofline.estimate_matmul("TPU v5e", 1, 8192, 8192, "bf16").time_s * 1e6, rel_tol=0.01),
     check(systolic.trace(np.ones((4, 3)), np.ones((3, 3)), size=3).cycles,
           systolic.predicted_cycles(4, 3, 3, size=3), rel_tol=0),
 ]
 assert all(s.ok for s in solutions), [str(s) for s in solutions]
+slips = [check(989.4e12 / 3.35e12 / 2, roofline.ridge_point(h100.peak_flops("bf16"), h100.bandwidth_bytes_per_s),
+               rel_tol=0.02),  # FLOP counted as multiply-adds
+         check(8192 * 8192 / hardware.get_chip("TPU v5e").bandwidth_bytes_per_s * 1e6, matvec.time_s * 1e6,
+               rel_tol=0.05),  # one byte per bf16 weight
+         check_choice("compute", matvec.bound, ("compute", "memory"))]
+assert not any(s.ok for s in slips), [str(s) for s in slips]
 print("all solutions check out")

@@ -31,13 +31,15 @@ except ImportError:
     # %pip install -q "aihw[labs] @ git+https://github.com/aihw-course/aihw@v0.1.0"  # the release this book is built from
     import aihw  # noqa: F401
 
+import math
+
 import matplotlib.pyplot as plt
 import torch
 
 from aihw.catalogue import hardware
 from aihw.exercises import check
 from aihw.measure.memory import MeasureConfig, compare, predict
-from aihw.memory import GB, MemoryConfig, estimate_memory
+from aihw.memory import GB, MemoryConfig, estimate, estimate_memory
 from aihw.memory_fit import devices_needed
 from aihw.models.tinygpt import TinyGPTConfig
 from aihw.plots.memory import plot_predicted_vs_measured
@@ -140,4 +142,20 @@ expected3 = devices_needed(train70, h100.memory_bytes, zero=3)
 display(check(answer1, expected1, rel_tol=0.02, unit="GB", hint="2 + 2 + 8 + 4 bytes per parameter."),
         check(answer2, expected2, rel_tol=0.02, unit="GB", hint="2 (K and V) x layers x kv heads x 128 x tokens x batch x 2 bytes."),
         check(answer3, expected3, rel_tol=0, unit="GPUs", hint="activations are not sharded: per GPU = activations + 16 B x params / N."))
-assert check(expected1, expected1).ok and expected1 > 100 and expected3 > 8
+
+# %% [markdown]
+# ### Solutions (the checker itself is tested here, against hand formulas rather than the estimator)
+
+# %%
+p7, p70 = e7.config.param_count, train70.param_count
+activations70 = estimate(train70).total["activations"]  # one replica's activations: not sharded by ZeRO
+solutions = [
+    check(16 * p7 / 1e9, expected1, rel_tol=1e-9),  # 2 + 2 + 8 + 4 bytes per parameter
+    check(2 * 80 * 8 * 128 * 4096 * 8 * 2 / 1e9, expected2, rel_tol=1e-9),
+    check(math.ceil(16 * p70 / (h100.memory_bytes - activations70)), expected3, rel_tol=0),
+]
+assert all(s.ok for s in solutions), [str(s) for s in solutions]
+slips = [check(12 * p7 / 1e9, expected1, rel_tol=0.02),  # master copy forgotten
+         check(2 * 80 * 64 * 128 * 4096 * 8 * 2 / 1e9, expected2, rel_tol=0.02),  # 64 query heads, not 8 KV heads
+         check(math.ceil(16 * p70 / h100.memory_bytes), expected3, rel_tol=0)]  # activations forgotten
+assert not any(s.ok for s in slips), [str(s) for s in slips]

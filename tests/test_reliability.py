@@ -212,3 +212,16 @@ def test_systolic_simulator_refuses_work_of_minutes():
     with pytest.raises(ValueError, match="use smaller matrices, or predicted_cycles"):
         simulate(a, a, size=8)
     assert predicted_cycles(2000, 2000, 2000, size=8) > 10**8  # the analytic answer stays instant
+
+
+def test_categorical_checks():
+    from aihw.exercises import check_choice
+
+    choices = ("compute", "memory")
+    assert check_choice(" Memory ", "memory", choices).ok
+    wrong = check_choice("compute", "memory", choices, hint="count the bytes")
+    assert not wrong.ok and wrong.answered and "memory" not in wrong.message and "count the bytes" in wrong.message
+    assert not check_choice(None, "memory", choices).answered
+    assert "not one of" in check_choice("fast", "memory", choices).message
+    with pytest.raises(ValueError, match="must be one of the choices"):
+        check_choice("compute", "io", choices)

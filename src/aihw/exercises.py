@@ -72,3 +72,24 @@ def check(answer: float | int | None, expected: float, *, rel_tol: float = 0.02,
         factor = f" (off by a factor of {ratio:.3g})"
     msg = f"Not quite: {_fmt(answer, unit)} is {direction}{factor}. {hint}".strip()
     return CheckResult(False, True, msg)
+
+
+def check_choice(answer: str | None, expected: str, choices: tuple[str, ...] | list[str], *,
+                 hint: str = "") -> CheckResult:
+    """Check a categorical answer (e.g. "compute" vs "memory" bound), case and spacing ignored.
+
+    ``None`` is "not answered yet"; an answer outside ``choices`` is told the allowed ones; a wrong one gets
+    the hint, never the expected answer.
+    """
+    allowed = [str(c) for c in choices]
+    if not allowed or expected not in allowed:
+        raise ValueError(f"expected {expected!r} must be one of the choices {allowed}")
+    if answer is None:
+        return CheckResult(False, False, f"Not answered yet: one of {', '.join(map(repr, allowed))}. {hint}".strip())
+    normal = {" ".join(c.lower().split()): c for c in allowed}
+    given = normal.get(" ".join(str(answer).lower().split()))
+    if given is None:
+        return CheckResult(False, True, f"{answer!r} is not one of {', '.join(map(repr, allowed))}. {hint}".strip())
+    if given == expected:
+        return CheckResult(True, True, f"Correct: {expected}.")
+    return CheckResult(False, True, f"Not quite: not {given}. {hint}".strip())
