@@ -225,3 +225,56 @@ def test_categorical_checks():
     assert "not one of" in check_choice("fast", "memory", choices).message
     with pytest.raises(ValueError, match="must be one of the choices"):
         check_choice("compute", "io", choices)
+
+
+# ----- widgets: every exception inline, stale verdicts cleared, numeric fields bounded ---------------------
+
+def _walk(widget):
+    yield widget
+    for child in getattr(widget, "children", ()):
+        yield from _walk(child)
+
+
+def test_widget_errors_of_any_type_show_inline_and_clear_the_old_verdict():
+    ipywidgets = pytest.importorskip("ipywidgets")
+    from aihw.widgets._common import error_box, guarded_run, show_error
+
+    err, verdict = error_box(), ipywidgets.HTML(value="<b>fits</b>")
+    show_error(err, ZeroDivisionError("division by zero"), stale=(verdict,))
+    assert "ZeroDivisionError: division by zero" in err.value and verdict.value == ""
+
+    button, status = ipywidgets.Button(), ipywidgets.HTML()
+    for exc in (KeyError("k"), AttributeError("a"), IndexError("i"), ValueError("bad value")):
+        def work(exc=exc):
+            raise exc
+        guarded_run(button, status, err, "busy", work)  # must not raise
+        assert str(exc).strip("'") in err.value and not button.disabled
+
+
+def test_memory_widget_clears_its_verdict_when_an_error_appears():
+    pytest.importorskip("ipywidgets")
+    from aihw.widgets import memory_lab
+
+    w = memory_lab.memory_explorer()
+    htmls = [x for x in _walk(w) if type(x).__name__ == "HTML"]
+    verdict = next(x for x in htmls if "fit" in x.value)
+    assert verdict.value
+    next(x for x in _walk(w) if getattr(x, "description", None) == "TP").value = 3  # does not divide the heads
+    assert any("tp=3" in x.value for x in htmls)
+    assert "fit" not in verdict.value  # the old verdict no longer describes the controls
+
+
+def test_every_numeric_text_field_of_every_widget_is_bounded():
+    """An unbounded IntText/FloatText lets a reader type 10**400; every field must have a min and a max."""
+    import ast
+    from pathlib import Path
+
+    import aihw.widgets
+
+    unbounded = []
+    for path in sorted(Path(aihw.widgets.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr in ("IntText", "FloatText"):
+                unbounded.append(f"{path.name}:{node.lineno} {node.func.attr}")
+    assert not unbounded, f"use BoundedIntText/BoundedFloatText: {unbounded}"

@@ -151,7 +151,7 @@ def training_panel(world_size: int = 2, mode: str = "bucketed", steps: int = 30)
 
     ranks = W.IntSlider(value=world_size, min=1, max=MAX_LAB_WORLD, description="ranks")
     mode_box = W.ToggleButtons(options=dp.MODES, value=mode, description="mode")
-    steps_box = W.IntText(value=steps, description="steps", layout=W.Layout(width="180px"))
+    steps_box = W.BoundedIntText(value=steps, min=1, max=1000, description="steps", layout=W.Layout(width="180px"))
     button = run_button("Train")
     bar, status, err, out = _progress_bar(1), W.HTML(), error_box(), W.Output()
 
@@ -207,8 +207,8 @@ def cluster_panel(params: float = 7e9) -> W.VBox:
             estimates, table.value = cluster_report(size.value, bytes_per_value=precision.value, chip=chip.value,
                                                     network=network.value, gpus_per_node=per_node.value,
                                                     nodes=nodes.value, tpu=tpu.value, tpu_chips=tpu_chips.value)
-        except ValueError as exc:
-            show_error(err, exc)
+        except Exception as exc:
+            show_error(err, exc, stale=(table,))
             return
         show_error(err, None)
         show_figure(out, plot_cluster_estimates(estimates, title=f"All-reduce of {size.value:.3g} gradients"))
