@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aihw._validate import require_choice, require_positive
+from aihw._validate import FLOAT_MAX, coerce_numbers, require_choice, require_positive
 
 ALGORITHMS = ("naive", "ring", "tree", "recursive-doubling")
 # nccl-tests doc/PERFORMANCE.md: busbw = algbw * factor(n)
@@ -61,8 +61,9 @@ class LinkModel:
     name: str = ""
 
     def __post_init__(self) -> None:
+        coerce_numbers(self, "alpha_s", "bandwidth_bytes_per_s")
         if isinstance(self.alpha_s, bool) or not isinstance(self.alpha_s, (int, float)) \
-                or not math.isfinite(self.alpha_s) or self.alpha_s < 0:
+                or not -FLOAT_MAX <= self.alpha_s <= FLOAT_MAX or self.alpha_s < 0:
             raise ValueError(f"alpha_s must be a finite number >= 0 (seconds), got {self.alpha_s!r}")
         require_positive("bandwidth_bytes_per_s", self.bandwidth_bytes_per_s)
 
@@ -144,7 +145,10 @@ def fit_alpha_beta(sizes_bytes: Sequence[float], times_s: Sequence[float], world
     alpha is clipped at 0 (then B is refitted alone). R² is the ordinary coefficient of determination of the
     fitted times against the measured ones.
     """
-    sizes, times = np.asarray(sizes_bytes, dtype=float), np.asarray(times_s, dtype=float)
+    try:
+        sizes, times = np.asarray(sizes_bytes, dtype=float), np.asarray(times_s, dtype=float)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"sizes_bytes and times_s must be sequences of numbers ({exc})") from exc
     if sizes.shape != times.shape or sizes.ndim != 1:
         raise ValueError(f"sizes_bytes and times_s must be 1-D and equally long, got {sizes.shape}, {times.shape}")
     if len(np.unique(sizes)) < 2:

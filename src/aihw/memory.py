@@ -25,7 +25,13 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
-from aihw._validate import coerce_numbers, require_choice, require_in_range, require_positive
+from aihw._validate import (
+    coerce_numbers,
+    require_choice,
+    require_finite_result,
+    require_in_range,
+    require_positive,
+)
 from aihw.model_presets import ModelShape, get_preset
 
 # Storage bytes per value. tf32 is a tensor-core input mode: values are stored as 32-bit floats.
@@ -59,8 +65,10 @@ def activation_bytes_per_layer(*, seq: int, batch: int, hidden: int, heads: int,
     replicated.
     """
     require_choice("recompute", recompute, RECOMPUTE)
-    s, b, h, a = seq, batch, hidden, heads
-    kv = h if kv_dim is None else kv_dim
+    s, b, h, a = (float(require_positive(name, v, integer=True)) for name, v in  # floats: overflow gives inf
+                  (("seq", seq), ("batch", batch), ("hidden", hidden), ("heads", heads)))
+    tp = require_positive("tp", tp, integer=True)
+    kv = h if kv_dim is None else require_positive("kv_dim", kv_dim, integer=True)
     mlp = 8 * h if mlp_saved_width is None else mlp_saved_width
     mask = 1 if dropout else 0
     if recompute == "full":
@@ -76,7 +84,8 @@ def activation_bytes_per_layer(*, seq: int, batch: int, hidden: int, heads: int,
 
 def korthikanti_per_layer(*, seq: int, batch: int, hidden: int, heads: int, recompute: str = "none") -> float:
     """The paper's closed forms (16-bit, dropout, tp=1): sbh(34 + 5as/h), sbh*34, 2sbh."""
-    s, b, h, a = seq, batch, hidden, heads
+    s, b, h, a = (float(require_positive(name, v, integer=True)) for name, v in  # floats: overflow gives inf
+                  (("seq", seq), ("batch", batch), ("hidden", hidden), ("heads", heads)))
     return {"none": s * b * h * (34 + 5 * a * s / h), "selective": 34 * s * b * h, "full": 2 * s * b * h}[
         require_choice("recompute", recompute, RECOMPUTE)]
 
@@ -299,9 +308,13 @@ def _odd_combinations(cfg: MemoryConfig) -> list[str]:
 
 
 def estimate(config: MemoryConfig) -> MemoryEstimate:
-    """Bytes per component for ``config``; see the module docstring for what each component counts."""
-    return MemoryEstimate(config, _components(config, split=False), _components(config, split=True),
-                          _assumptions(config))
+    """Bytes per component for ``config``; see the module docstring for what each component counts.
+
+    Raises NonFiniteResult (a ValueError) when the inputs are so large that a byte count overflows.
+    """
+    total, per_device = _components(config, split=False), _components(config, split=True)
+    require_finite_result("memory estimate", {"total": total, "per_device": per_device})
+    return MemoryEstimate(config, total, per_device, _assumptions(config))
 
 
 def estimate_memory(model: ModelShape | str | None = None, **kwargs) -> MemoryEstimate:

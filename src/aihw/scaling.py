@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aihw._validate import require_in_range, require_positive
+from aihw._validate import FLOAT_MAX, require_in_range, require_positive
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,8 @@ def flops_per_token(params: float, *, seq: int = 0, layers: int = 0, hidden: int
     The attention term is Kaplan et al. 2020's 2·n_layer·n_ctx·d_attn (forward), tripled for training.
     """
     require_positive("params", params)
+    seq, layers, hidden = (int(require_in_range(name, v, 0, FLOAT_MAX)) for name, v in
+                           (("seq", seq), ("layers", layers), ("hidden", hidden)))
     attention = 2 * layers * seq * hidden
     forward = 2 * params + attention
     return 3 * forward if training else forward
@@ -103,8 +105,8 @@ def decode_seconds_per_token(params: float, *, bytes_per_param: float, bandwidth
 
     Returns seconds per step; each of the ``batch`` sequences gets one token per step.
     """
-    require_positive("params", params)
-    require_positive("bytes_per_param", bytes_per_param)
-    require_positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    params = float(require_positive("params", params))
+    bytes_per_param = float(require_positive("bytes_per_param", bytes_per_param))
+    bandwidth_bytes_per_s = float(require_positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s))
     require_positive("batch", batch, integer=True)
     return params * bytes_per_param / bandwidth_bytes_per_s
