@@ -24,8 +24,9 @@ def as_number(value: object) -> object:
     unchanged. Bools stay bools (callers refuse them)."""
     if isinstance(value, (bool, int, float)):
         return value
-    if getattr(value, "ndim", None) == 0 and callable(getattr(value, "item", None)):
-        value = value.item()  # 0-d numpy array or torch tensor
+    item = getattr(value, "item", None)
+    if getattr(value, "ndim", None) == 0 and callable(item):
+        value = item()  # 0-d numpy array or torch tensor
     if isinstance(value, bool):
         return value
     if isinstance(value, numbers.Integral):
@@ -79,6 +80,11 @@ def require_positive(name: str, value: object, *, integer: bool = False) -> floa
         kind = "a positive integer (>= 1)" if integer else "a positive finite number (> 0)"
         raise ValueError(f"{name} must be {kind}, got {_shown(value)}")
     return int(value) if integer else value
+
+
+def require_positive_int(name: str, value: object) -> int:
+    """``require_positive(name, value, integer=True)`` typed as an int."""
+    return int(require_positive(name, value, integer=True))
 
 
 def require_finite_result(what: str, value: object) -> None:

@@ -59,9 +59,10 @@ def check(answer: float | int | None, expected: float, *, rel_tol: float = 0.02,
                                 high_inclusive=False)
     if answer is None:
         return CheckResult(False, False, f"Not answered yet. {hint}".strip())
-    answer = as_number(answer)  # numpy and torch scalars are numbers too
-    if isinstance(answer, bool) or not isinstance(answer, (int, float)) or not _finite(answer):
+    number = as_number(answer)  # numpy and torch scalars are numbers too
+    if isinstance(number, bool) or not isinstance(number, (int, float)) or not _finite(number):
         return CheckResult(False, True, f"Expected a finite number, got {answer!r}. {hint}".strip())
+    answer = number
     if math.isclose(answer, expected, rel_tol=rel_tol, abs_tol=abs_tol):
         return CheckResult(True, True, f"Correct: {_fmt(answer, unit)} (expected {_fmt(expected, unit)}).")
     direction = "too high" if answer > expected else "too low"

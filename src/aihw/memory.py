@@ -31,6 +31,7 @@ from aihw._validate import (
     require_finite_result,
     require_in_range,
     require_positive,
+    require_positive_int,
 )
 from aihw.model_presets import ModelShape, get_preset
 
@@ -67,8 +68,8 @@ def activation_bytes_per_layer(*, seq: int, batch: int, hidden: int, heads: int,
     require_choice("recompute", recompute, RECOMPUTE)
     s, b, h, a = (float(require_positive(name, v, integer=True)) for name, v in  # floats: overflow gives inf
                   (("seq", seq), ("batch", batch), ("hidden", hidden), ("heads", heads)))
-    tp = require_positive("tp", tp, integer=True)
-    kv = h if kv_dim is None else require_positive("kv_dim", kv_dim, integer=True)
+    tp = require_positive_int("tp", tp)
+    kv = h if kv_dim is None else require_positive_int("kv_dim", kv_dim)
     mlp = 8 * h if mlp_saved_width is None else mlp_saved_width
     mask = 1 if dropout else 0
     if recompute == "full":

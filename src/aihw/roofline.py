@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from aihw._validate import require_positive
+from aihw._validate import require_positive, require_positive_int
 from aihw.precision import bytes_per_element
 
 
@@ -61,21 +61,21 @@ def attainable_flops(intensity: float, peak_flops: float, bandwidth: float) -> f
 
 def matmul_flops(m: int, n: int, k: int) -> int:
     """FLOPs of C[m,n] = A[m,k] @ B[k,n]: one multiply and one add per (i, j, l), so 2*m*n*k."""
-    m, n, k = (require_positive(name, v, integer=True) for name, v in (("m", m), ("n", n), ("k", k)))
+    m, n, k = (require_positive_int(name, v) for name, v in (("m", m), ("n", n), ("k", k)))
     return 2 * m * n * k
 
 
 def matmul_bytes(m: int, n: int, k: int, dtype: str) -> float:
     """Minimum off-chip traffic of a matmul: read A and B once, write C once."""
-    m, n, k = (require_positive(name, v, integer=True) for name, v in (("m", m), ("n", n), ("k", k)))
+    m, n, k = (require_positive_int(name, v) for name, v in (("m", m), ("n", n), ("k", k)))
     return (m * k + k * n + m * n) * bytes_per_element(dtype)
 
 
 def elementwise_bytes(n_elements: int, dtype: str, *, n_inputs: int = 2, n_outputs: int = 1) -> float:
     """Traffic of an elementwise op over ``n_elements``: each input read once, each output written once."""
-    n_elements = require_positive("n_elements", n_elements, integer=True)
-    n_inputs = require_positive("n_inputs", n_inputs, integer=True)
-    n_outputs = require_positive("n_outputs", n_outputs, integer=True)
+    n_elements = require_positive_int("n_elements", n_elements)
+    n_inputs = require_positive_int("n_inputs", n_inputs)
+    n_outputs = require_positive_int("n_outputs", n_outputs)
     return n_elements * (n_inputs + n_outputs) * bytes_per_element(dtype)
 
 
