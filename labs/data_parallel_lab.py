@@ -81,7 +81,8 @@ plot_time_vs_size(rows, fits=fits)
 plt.show()
 for name, link in fits.items():
     r2 = collectives_bench.fit_rows(rows, name)[1]
-    print(f"{name:>8}: alpha = {link.alpha_s * 1e6:7.1f} us, B = {link.bandwidth_bytes_per_s / 1e9:6.3f} GB/s, R2 = {r2:.3f}")
+    print(f"{name:>8}: alpha = {link.alpha_s * 1e6:7.1f} us, B = {link.bandwidth_bytes_per_s / 1e9:6.3f} GB/s, R2 = {r2:.3f}"
+          f"  {cc.fit_flag(r2)}")
 print("no fit (times did not grow with size; was the machine busy?):", set(config.algorithms) - set(fits) or "none")
 assert all(r["time_s"] > 0 and r["busbw"] == r["algbw"] for r in rows)  # 2 ranks: busbw = algbw x 2(2-1)/2
 assert fits and all(link.bandwidth_bytes_per_s > 0 and link.alpha_s >= 0 for link in fits.values())

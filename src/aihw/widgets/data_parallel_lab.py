@@ -48,7 +48,7 @@ def measurement_summary(rows: list[dict]) -> tuple[dict[str, cc.LinkModel], str]
     for name in dict.fromkeys(r["algorithm"] for r in rows):
         sizes = {r["size_bytes"] for r in rows if r["algorithm"] == name}
         top = next(r for r in rows if r["algorithm"] == name and r["size_bytes"] == largest)
-        entry = {"algorithm": name, "alpha_us": float("nan"), "bw": float("nan"), "r2": float("nan"),
+        entry = {"algorithm": name, "alpha_us": float("nan"), "bw": float("nan"), "r2": float("nan"), "flag": "no fit",
                  "busbw": top["busbw"] / 1e9}
         if len(sizes) >= 2 and top["world_size"] > 1:
             from aihw.parallel.collectives_bench import fit_rows
@@ -59,10 +59,11 @@ def measurement_summary(rows: list[dict]) -> tuple[dict[str, cc.LinkModel], str]
                 table.append(entry)
                 continue
             fits[name] = link
-            entry.update(alpha_us=link.alpha_s * 1e6, bw=link.bandwidth_bytes_per_s / 1e9, r2=r2)
+            entry.update(alpha_us=link.alpha_s * 1e6, bw=link.bandwidth_bytes_per_s / 1e9, r2=r2,
+                         flag=cc.fit_flag(r2) or "ok")
         table.append(entry)
     html_table = _table(table, {"algorithm": "algorithm", "alpha_us": "fitted α (µs)", "bw": "fitted B (GB/s)",
-                                "r2": "R²", "busbw": f"busbw at {largest / 2**20:g} MiB (GB/s)"},
+                                "r2": "R²", "flag": "fit", "busbw": f"busbw at {largest / 2**20:g} MiB (GB/s)"},
                         {"alpha_us": ".1f", "bw": ".3f", "r2": ".3f", "busbw": ".3f"})
     return fits, html_table
 
