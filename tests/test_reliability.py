@@ -218,13 +218,30 @@ def test_categorical_checks():
     from aihw.exercises import check_choice
 
     choices = ("compute", "memory")
-    assert check_choice(" Memory ", "memory", choices).ok
-    wrong = check_choice("compute", "memory", choices, hint="count the bytes")
+    assert check_choice("Memory", "memory", choices=choices).ok
+    wrong = check_choice("compute", "memory", choices=choices, hint="count the bytes")
     assert not wrong.ok and wrong.answered and "memory" not in wrong.message and "count the bytes" in wrong.message
-    assert not check_choice(None, "memory", choices).answered
-    assert "not one of" in check_choice("fast", "memory", choices).message
-    with pytest.raises(ValueError, match="must be one of the choices"):
-        check_choice("compute", "io", choices)
+    assert not check_choice(None, "memory", choices=choices).answered
+    assert "not one of" in check_choice("fast", "memory", choices=choices).message
+    with pytest.raises(ValueError, match="not one of the choices"):
+        check_choice("compute", "io", choices=choices)
+
+
+def test_ring_time_exercise_tells_an_answer_without_alpha_apart():
+    """The data-parallel lab's exercise 1 at its own tolerance: the full answer passes, one without α fails."""
+    from pathlib import Path
+
+    pytest.importorskip("ipywidgets")
+    from aihw.widgets import data_parallel_lab as lab
+
+    link = cc.link_from_chip("H100 SXM", alpha_s=5e-6)
+    expected = cc.all_reduce_time(lab.RING_TIME_BYTES, 8, link=link) * 1e3
+    with_alpha = 14 * 5e-6 * 1e3 + 2 * 7 / 8 * lab.RING_TIME_BYTES / 450e9 * 1e3
+    without_alpha = 2 * 7 / 8 * lab.RING_TIME_BYTES / 450e9 * 1e3
+    assert check(with_alpha, expected, rel_tol=lab.RING_TIME_REL_TOL).ok
+    assert not check(without_alpha, expected, rel_tol=lab.RING_TIME_REL_TOL).ok
+    source = (Path(__file__).resolve().parents[1] / "labs" / "data_parallel_lab.py").read_text()
+    assert "rel_tol=data_parallel_lab.RING_TIME_REL_TOL" in source and "RING_TIME_BYTES" in source
 
 
 # ----- widgets: every exception inline, stale verdicts cleared, numeric fields bounded ---------------------
