@@ -53,3 +53,16 @@ def test_detect_chip_reads_torch_device_properties(monkeypatch):
     assert found.chip is not None and found.chip.name == "NVIDIA H100 SXM"
     cpu = device.detect_chip(torch.device("cpu"))
     assert cpu.chip is None and "not a GPU" in cpu.note
+
+
+def test_lab_measurement_is_small_on_a_cpu_and_full_size_on_a_gpu(monkeypatch):
+    from aihw.measure import roofline
+
+    cpu = roofline.lab_config("cpu")
+    assert cpu.dtypes == ("fp32",) and max(cpu.matmul_sizes) <= 512
+    props = SimpleNamespace(name="Tesla T4", major=7, minor=5, total_memory=16 * 2**30, L2_cache_size=4 * 2**20)
+    monkeypatch.setattr(roofline, "pick_device", lambda preference: torch.device("cuda", 0))
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: props)
+    gpu = roofline.lab_config("cuda")
+    assert set(gpu.dtypes) == {"fp32", "tf32", "fp16", "bf16", "fp8"} and max(gpu.matmul_sizes) == 8192
+    assert gpu.copy_mib[0] * 2**20 >= 4 * props.L2_cache_size
