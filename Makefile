@@ -17,6 +17,7 @@ setup: $(BIN)/python
 	@$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install -q $(TORCH_CPU)
 	$(BIN)/python -m pip install -q -r requirements.txt
 	@$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
+	@$(BIN)/python scripts/live_assets.py fetch  # Pyodide core for the live calculators (needs npm; optional off CI)
 	@echo "setup done: $$($(BIN)/python -c 'import torch, aihw; print("aihw", aihw.__version__, "| torch", torch.__version__)')"
 
 book: setup
