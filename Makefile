@@ -20,6 +20,7 @@ setup: $(BIN)/python
 	@# ipywidgets 7.7.1 (Colab's) for the widget compatibility test; never installed, only put on a test's path
 	@test -f .cache/compat/ipywidgets-7.7.1-py2.py3-none-any.whl || $(BIN)/python -m pip download -q --no-deps \
 	  -d .cache/compat ipywidgets==7.7.1 ipython_genutils==0.2.0
+	@$(BIN)/python scripts/live_assets.py fetch  # Pyodide core for the live calculators (needs npm; optional off CI)
 	@echo "setup done: $$($(BIN)/python -c 'import torch, aihw; print("aihw", aihw.__version__, "| torch", torch.__version__)')"
 
 book: setup
