@@ -112,19 +112,25 @@ assert per_mac["SIMT"] > 2 and per_mac["systolic"] < per_mac["SIMT"] / 10
 # pressing anything.
 
 # %%
-display(gpus_vs_tpus_lab.measure_panel(chips=("H100 SXM", "TPU v5e"), dtype="fp32"))
+display(gpus_vs_tpus_lab.measure_panel(chips=("H100 SXM", "TPU v5e"), dtype="fp32"))  # lab_config() inside
 
-from aihw.measure.roofline import MeasureConfig, measure_device
+from IPython.display import HTML
+
+from aihw.measure.device import detect_chip
+from aihw.measure.roofline import lab_config, measure_device
 
 # Before running: predict this machine's best fp32 matmul throughput (GFLOP/s). A laptop core does a few to a few
 # tens of GFLOP/s per core in fp32; a GPU thousands.
 my_gflops_prediction = None  # GFLOP/s
 
-mine = measure_device(MeasureConfig(dtypes=("fp32",), matmul_sizes=(64, 128, 256, 512), copy_mib=(16,),
-                                    repeats=3, max_seconds=10))
-print(mine.label)
-plot_roofline(["H100 SXM", "TPU v5e"], "fp32", measured=mine)
+# lab_config(): a few seconds of fp32 on a CPU; on a GPU every dtype it has (fp32/tf32/fp16/bf16/fp8), n up to 8192.
+mine = measure_device(lab_config())
+view = gpus_vs_tpus_lab.roofline_view(mine, detect_chip(), chips=("H100 SXM", "TPU v5e"),
+                                      dtype="bf16" if mine.device.startswith("cuda") else "fp32")
+print(view["label"], "|", view["note"])
+plot_roofline(view["chips"], view["dtype"], measured=mine)  # on a known GPU, its own roofline comes first
 plt.show()
+display(HTML(view["table_html"]))  # measured ÷ datasheet per dtype (datasheet columns empty on a CPU)
 display(compare_prediction("best fp32 matmul", my_gflops_prediction, mine.best_flops("fp32") / 1e9, unit="GFLOP/s"))
 for p in mine.matmul:
     assert abs(p.flops_per_s - 2 * p.n**3 / p.seconds) <= 1e-6 * p.flops_per_s

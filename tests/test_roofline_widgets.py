@@ -88,3 +88,52 @@ def test_measure_panel_button_runs_and_reports():
     button.click()
     assert "GFLOP/s" in status.value and "ridge point" in status.value
     assert not button.disabled
+
+
+def _fake_measurement(points, copy_bytes_per_s=2e12):
+    from aihw.measure.roofline import CopyPoint, DeviceMeasurement, MatmulPoint
+
+    matmul = tuple(MatmulPoint(d, n, 2 * n**3 / f, f, 2 * n / 6) for d, n, f in points)
+    copy = (CopyPoint(1024.0, 2 * 1024 * 2**20 / copy_bytes_per_s, copy_bytes_per_s),)
+    return DeviceMeasurement("cuda:0", {"cuda_device_name": "NVIDIA H100 80GB HBM3"}, matmul, copy)
+
+
+def test_roofline_view_puts_the_detected_chip_first_with_measured_over_datasheet():
+    from aihw.catalogue.detect import match_device
+    from aihw.catalogue.hardware import get_chip
+
+    found = match_device("NVIDIA H100 80GB HBM3", (9, 0))
+    m = _fake_measurement([("bf16", 4096, 600e12), ("bf16", 8192, 700e12), ("fp32", 8192, 50e12)])
+    view = gpus_vs_tpus_lab.roofline_view(m, found, chips=("TPU v5e", "H100 SXM"), dtype="bf16")
+    h100 = get_chip("H100 SXM")
+    assert view["chips"] == [h100.name, get_chip("TPU v5e").name]  # detected first, not repeated
+    assert view["dtype"] == "bf16"
+    rows = {r["quantity"]: r for r in view["rows"]}
+    assert rows["bf16 matmul"]["fraction"] == pytest.approx(700e12 / h100.peak_flops("bf16"))
+    assert rows["fp32 matmul"]["fraction"] == pytest.approx(50e12 / h100.peak_flops("fp32"))
+    copy = rows["copy bandwidth (read + write)"]
+    assert copy["fraction"] == pytest.approx(2e12 / h100.bandwidth_bytes_per_s)
+    assert "measured ÷ datasheet" in view["table_html"] and view["note"] == found.note
+
+
+def test_roofline_view_of_an_unknown_gpu_gives_measured_figures_only():
+    from aihw.catalogue.detect import match_device
+
+    found = match_device("Some Future GPU 9000", (12, 0))
+    m = _fake_measurement([("fp16", 2048, 100e12)])
+    view = gpus_vs_tpus_lab.roofline_view(m, found, chips=("H100 SXM",), dtype="bf16")
+    assert view["dtype"] == "fp16"  # bf16 was not measured: the first measured dtype is plotted
+    assert all(r["fraction"] is None and r["datasheet"] is None for r in view["rows"])
+    assert "not in the catalogue" in view["note"] and "—" in view["table_html"]
+
+
+def test_roofline_view_on_a_cpu_measurement_keeps_the_reference_chips():
+    from aihw.measure.device import detect_chip
+    from aihw.measure.roofline import MeasureConfig, measure_device
+
+    m = measure_device(MeasureConfig(device="cpu", dtypes=("fp32",), matmul_sizes=(32,), copy_mib=(1,),
+                                     repeats=2, warmup=1, max_seconds=10))
+    view = gpus_vs_tpus_lab.roofline_view(m, detect_chip("cpu"), chips=("H100 SXM", "TPU v5e"), dtype="fp32")
+    assert view["chips"][0].endswith("H100 SXM") and len(view["chips"]) == 2
+    assert view["rows"][0]["measured"] == pytest.approx(m.best_flops("fp32") / 1e12)
+    assert "not a GPU" in view["note"]

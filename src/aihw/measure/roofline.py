@@ -305,3 +305,24 @@ def lab_config(device: str = "auto", *, max_seconds: float | None = None) -> Mea
     return MeasureConfig(device=str(resolved), dtypes=("fp32", "tf32", "fp16", "bf16", "fp8"),
                          matmul_sizes=(1024, 2048, 4096, 8192), copy_mib=(copy,), repeats=5,
                          max_seconds=max_seconds or 60.0)
+
+
+def achieved_vs_peak(measurement: DeviceMeasurement, chip=None) -> list[dict]:
+    """Per measured dtype: best measured TFLOP/s, the chip's datasheet dense peak and their ratio; then the copy
+    bandwidth against the datasheet's. ``chip`` is a catalogue :class:`~aihw.catalogue.hardware.Chip` (the detected
+    one) or None (an unknown GPU or a CPU): the datasheet columns are then None and the note says why."""
+    rows = []
+    for dtype in sorted({p.dtype for p in measurement.matmul}, key=list(DTYPE_BYTES).index):
+        measured = measurement.best_flops(dtype)
+        peak = chip.peak_flops(dtype) if chip is not None and dtype in chip.flops else None
+        note = ("" if peak else "no catalogue chip for this device" if chip is None
+                else f"{chip.name} has no published dense {dtype} peak")
+        rows.append({"quantity": f"{dtype} matmul", "measured": measured / 1e12, "datasheet": peak and peak / 1e12,
+                     "unit": "TFLOP/s", "fraction": measured / peak if peak else None, "note": note})
+    if measurement.copy:
+        bandwidth = measurement.best_bandwidth()
+        peak = chip.bandwidth_bytes_per_s if chip is not None else None
+        rows.append({"quantity": "copy bandwidth (read + write)", "measured": bandwidth / 1e12,
+                     "datasheet": peak and peak / 1e12, "unit": "TB/s", "fraction": bandwidth / peak if peak else None,
+                     "note": "" if peak else "no catalogue chip for this device"})
+    return rows

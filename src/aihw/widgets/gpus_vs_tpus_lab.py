@@ -136,31 +136,59 @@ def measurement_report(measurement, dtype: str = "fp32") -> str:
             f"(read + write), ridge point {flops / bw:,.1f} FLOP/byte.")
 
 
-def measure_panel(chips: Sequence[str] = DEFAULT_CHIPS, dtype: str = "fp32", config=None) -> W.VBox:
-    """A button that measures this machine (a few seconds) and adds it to the roofline.
+def roofline_view(measurement, detection, chips: Sequence[str] = DEFAULT_CHIPS, dtype: str = "fp32") -> dict:
+    """What the lab plots for a measurement: the chips (the detected chip first, its own roofline), the dtype to
+    plot (``dtype`` if it was measured, else the first measured one), the achieved ÷ datasheet table (HTML) and
+    the detection note. ``detection`` is an :class:`aihw.catalogue.detect.Detection` (``detect_chip()``)."""
+    from aihw.measure.roofline import achieved_vs_peak
 
-    ``config`` is an :class:`aihw.measure.roofline.MeasureConfig`; by default the standard sizes for ``dtype``.
+    names = [hardware.get_chip(c).name for c in chips]
+    if detection.chip is not None:
+        names = [detection.chip.name] + [n for n in names if n != detection.chip.name]
+    measured = [d for d in ("fp32", "tf32", "fp16", "bf16", "fp8") if any(p.dtype == d for p in measurement.matmul)]
+    if not measured:
+        raise ValueError("the measurement has no matmul point to plot; skipped: "
+                         + ("; ".join(measurement.skipped) or "nothing"))
+    plot_dtype = dtype if dtype in measured else measured[0]
+    rows = achieved_vs_peak(measurement, detection.chip)
+    table = markdown_table(
+        [{**r, "measured": f"{r['measured']:,.4g}", "fraction": "—" if r["fraction"] is None else f"{r['fraction']:.2f}",
+          "datasheet": "—" if r["datasheet"] is None else f"{r['datasheet']:,.4g}"} for r in rows],
+        {"quantity": "quantity", "measured": "measured", "datasheet": "datasheet", "unit": "unit",
+         "fraction": "measured ÷ datasheet", "note": "note"})
+    return {"chips": names, "dtype": plot_dtype, "rows": rows, "table_html": _markdown_table_to_html(table),
+            "note": detection.note, "label": "measured on " + measurement.label}
+
+
+def measure_panel(chips: Sequence[str] = DEFAULT_CHIPS, dtype: str = "fp32", config=None) -> W.VBox:
+    """A button that measures this machine and adds it to the roofline.
+
+    ``config`` is an :class:`aihw.measure.roofline.MeasureConfig`; by default ``lab_config()``: a few seconds of
+    fp32 on a CPU, the full sweep (fp32/tf32/fp16/bf16/fp8 up to n = 8192) on a GPU, whose points then sit on the
+    detected chip's own roofline with a measured ÷ datasheet table.
     """
-    from aihw.measure.roofline import (  # torch: imported only when this panel is built
-        MeasureConfig,
-        measure_device,
-    )
+    from aihw.measure.device import detect_chip, pick_device  # torch: imported only when this panel is built
+    from aihw.measure.roofline import lab_config, measure_device
 
     button = run_button("Measure my device")
-    status, err, out = W.HTML("Press the button: it times matmuls and a memory copy (about 10 s)."), error_box(), \
-        W.Output()
+    status, err, out = W.HTML("Press the button: it times matmuls and a memory copy (about 10 s on a CPU, up to a "
+                              "minute on a GPU)."), error_box(), W.Output()
+    table = W.HTML()
 
     def work() -> str:
-        mine = measure_device(config or MeasureConfig(dtypes=(dtype,)))
-        show_figure(out, plot_roofline(list(chips), dtype, measured=mine))
-        return measurement_report(mine, dtype)
+        cfg = config or lab_config()
+        mine = measure_device(cfg)
+        view = roofline_view(mine, detect_chip(pick_device(cfg.device)), chips, dtype)
+        show_figure(out, plot_roofline(view["chips"], view["dtype"], measured=mine))
+        table.value = view["table_html"] + f"<p>{html.escape(view['note'])}</p>"
+        return measurement_report(mine, view["dtype"])
 
     button.on_click(lambda _: guarded_run(button, status, err, "measuring...", work))
-    return W.VBox([button, status, err, out])
+    return W.VBox([button, status, err, out, table])
 
 
 __all__ = ["roofline_report", "roofline_explorer", "systolic_step", "systolic_stepper", "measurement_report",
-           "measure_panel"]
+           "measure_panel", "roofline_view"]
 
 
 # --- worked solutions of the lab's exercises (shown only through aihw.exercises.reveal) ---------------------
