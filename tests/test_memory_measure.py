@@ -82,3 +82,40 @@ def test_cuda_peak():  # pragma: no cover - runs on a GPU machine only
     m = measure(MeasureConfig(device="cuda", batch=4))
     assert m["peak_method"] == "torch.cuda.max_memory_allocated"
     assert m["peak"] >= m["weights"] + m["optimizer"] + m["activations"]
+
+
+AUTOCAST = [
+    MeasureConfig(model=TinyGPTConfig(width=64, depth=2, heads=4, seq_len=64), batch=4, precision="bf16-autocast"),
+    MeasureConfig(model=TinyGPTConfig(width=32, depth=3, heads=2, seq_len=48, vocab=128), batch=3,
+                  optimizer="adam", precision="bf16-autocast"),
+]
+
+
+@pytest.mark.parametrize("cfg", AUTOCAST, ids=lambda c: f"{c.model.width}x{c.model.depth}")
+def test_bf16_autocast_predicted_matches_measured_on_cpu(cfg):
+    rows = {r["component"]: r for r in compare(cfg)}
+    fp32 = {r["component"]: r for r in compare(MeasureConfig(model=cfg.model, batch=cfg.batch,
+                                                              optimizer=cfg.optimizer))}
+    for k in ("weights", "gradients", "optimizer"):  # fp32 parameters, gradients and Adam states: 16 B/param
+        assert rows[k]["measured"] == rows[k]["predicted"] == fp32[k]["measured"], k
+    assert rows["weights"]["measured"] == 4 * measure(cfg)["params"]
+    # saved activations, tensor by tensor: exact up to one fp32 scalar the count leaves out
+    assert abs(rows["activations"]["measured"] - rows["activations"]["predicted"]) <= 8, rows["activations"]
+    assert rows["activations"]["measured"] < fp32["activations"]["measured"]  # bf16 casts save memory...
+    assert rows["activations"]["measured"] > fp32["activations"]["measured"] / 2  # ...but not half (fp32 kept)
+    assert 0.93 <= rows["peak"]["ratio"] <= 1.25, rows["peak"]
+
+
+def test_bf16_autocast_refuses_what_it_cannot_predict():
+    with pytest.raises(ValueError, match="bf16-autocast"):
+        MeasureConfig(model=TinyGPTConfig(recompute="full"), precision="bf16-autocast")
+    with pytest.raises(ValueError, match="precision"):
+        MeasureConfig(precision="fp16-autocast")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_cuda_bf16_autocast():  # pragma: no cover - runs on a GPU machine only
+    rows = {r["component"]: r for r in compare(MeasureConfig(device="cuda", batch=4, precision="bf16-autocast"))}
+    assert rows["peak"]["peak_method"] == "torch.cuda.max_memory_allocated"
+    assert rows["optimizer"]["ratio"] == 1.0 and 0.9 <= rows["activations"]["ratio"] <= 1.1

@@ -19,6 +19,7 @@ import os
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import torch
 
@@ -28,6 +29,8 @@ from aihw.models.tinygpt import TinyGPT, TinyGPTConfig, random_batch
 
 OPTIMIZERS = ("sgd", "sgd_momentum", "adam", "adamw")
 MEASURED = ("weights", "gradients", "optimizer", "activations")
+Precision = Literal["fp32", "bf16-autocast"]
+PRECISIONS: tuple[str, ...] = get_args(Precision)
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,9 @@ class MeasureConfig:
     optimizer: str = "adamw"  # "sgd", "sgd_momentum", "adam", "adamw" (fp32 states)
     device: str = "cpu"  # "cpu", "cuda" or "auto" (cuda when available)
     seed: int = 0  # parameter init and batch
+    # "bf16-autocast": forward and loss under torch.autocast(device_type, dtype=torch.bfloat16), parameters,
+    # gradients and AdamW states stay fp32: mixed precision as torch runs it (see predict_autocast_activations)
+    precision: Precision = "fp32"
 
     def __post_init__(self) -> None:
         require_positive("batch", self.batch, integer=True)
@@ -49,6 +55,10 @@ class MeasureConfig:
                 raise ValueError(f"seq={self.seq} exceeds the model's seq_len={self.model.seq_len}")
         require_choice("optimizer", self.optimizer, OPTIMIZERS)
         require_choice("device", self.device, ("cpu", "cuda", "auto"))
+        require_choice("precision", self.precision, PRECISIONS)
+        if self.precision == "bf16-autocast" and (self.model.recompute != "none" or self.model.dropout > 0):
+            raise ValueError(f"precision='bf16-autocast' is predicted only without recomputation and dropout; got "
+                             f"recompute={self.model.recompute!r}, dropout={self.model.dropout}")
 
     @property
     def tokens(self) -> int:
@@ -168,14 +178,18 @@ def measure(cfg: MeasureConfig) -> dict:
     opt = _optimizer(cfg.optimizer, model.parameters())
     idx, targets = (t.to(device) for t in random_batch(cfg.model, cfg.batch, seq=cfg.tokens, seed=cfg.seed))
 
+    def autocast():
+        return torch.autocast(device.type, dtype=torch.bfloat16, enabled=cfg.precision == "bf16-autocast")
+
     def step() -> None:
-        _, loss = model(idx, targets)
+        with autocast():
+            _, loss = model(idx, targets)
         loss.backward()
         opt.step()
 
     step()
     opt.zero_grad(set_to_none=True)
-    with SavedTensorCounter(model) as counter:
+    with SavedTensorCounter(model) as counter, autocast():
         _, loss = model(idx, targets)
     loss.backward()  # frees the saved tensors and makes the gradients
     state = model_state_bytes(model, opt)
@@ -185,7 +199,7 @@ def measure(cfg: MeasureConfig) -> dict:
     increment = _peak_increment(step, device)
     method = "torch.cuda.max_memory_allocated" if device.type == "cuda" else "torch.profiler CPU allocator events"
     return {**state, "activations": counter.bytes, "saves": counter.saves, "peak": base + increment,
-            "peak_method": method, "device": str(device), "params": model.num_params(),
+            "peak_method": method, "device": str(device), "precision": cfg.precision, "params": model.num_params(),
             "param_tensors": len(list(model.parameters()))}
 
 
@@ -200,11 +214,40 @@ def predict(cfg: MeasureConfig, *, param_tensors: int | None = None) -> dict[str
                                 batch=cfg.batch, seq=cfg.tokens, recompute=cfg.model.recompute,
                                 dropout=cfg.model.dropout > 0))
     out = {k: est.total[k] for k in MEASURED}
+    if cfg.precision == "bf16-autocast":  # weights, gradients, Adam states: fp32 as before (4 + 4 + 8 bytes)
+        out["activations"] = predict_autocast_activations(cfg)
     if param_tensors is not None and cfg.optimizer in ("adam", "adamw"):
         out["optimizer"] += 4 * param_tensors
     out["sum"] = sum(out.values())
     out["peak"] = predict_peak(cfg, out)
     return out
+
+
+def predict_autocast_activations(cfg: MeasureConfig) -> float:
+    """Bytes TinyGPT saves for backward under ``torch.autocast(dtype=torch.bfloat16)``, tensor by tensor.
+
+    Autocast runs matmuls (Linear, Q·Kᵀ, P·V) in bf16 and keeps LayerNorm, softmax and the loss in fp32
+    (torch's autocast op lists). What backward then holds, per layer (s tokens, b sequences, h wide, a heads):
+
+    * fp32: both LayerNorm inputs (the residual stream, 2·sbh·4) and their mean/rstd (4 values per token·4);
+      the softmax output (a·s²·b·4);
+    * bf16: the bf16 casts that the matmuls save: the QKV input, Q, K, V, the out-projection input, the MLP
+      input, the GELU input and the second linear's input ((1 + 3 + 1 + 1 + 4 + 4)·sbh·2) and the softmax
+      output cast for P·V (a·s²·b·2).
+
+    Plus the head (final LayerNorm input and stats fp32, its bf16 cast, the fp32 log-softmax output s·b·V·4),
+    the token and position indices and the targets (int64), and one bf16 copy of every matmul weight (autocast
+    casts each weight once per forward and the matmul saves that cast: 2 bytes × (12·h²·depth + V·h)), which a
+    pure-fp32 run does not hold. No dropout, no recomputation (``MeasureConfig`` refuses them with autocast).
+    """
+    m, b, s = cfg.model, cfg.batch, cfg.tokens
+    h, a, v, sb = m.width, m.heads, m.vocab, s * b
+    ln = sb * h * 4 + 2 * sb * 4  # one LayerNorm's fp32 input and mean/rstd
+    layer = 2 * ln + a * s * s * b * 4 + 14 * sb * h * 2 + a * s * s * b * 2
+    head = ln + sb * h * 2 + sb * v * 4
+    indices = 8 * (sb + s + sb)  # token ids, position ids, targets
+    weight_casts = 2 * (12 * h * h * m.depth + v * h)
+    return float(m.depth * layer + head + indices + weight_casts)
 
 
 def predict_peak(cfg: MeasureConfig, components: dict[str, float]) -> float:
