@@ -313,5 +313,184 @@ def fp8_model(model: nn.Module, *, device: torch.device | str = "cpu") -> tuple[
     return quantized, label
 
 
+# --- weight-only INT8/INT4, FP8 and 2:4 sparsity as real kernels, one row each -------------------------------
+
+LOW_PRECISION_ROWS = ("int8 weight-only", "int4 weight-only", "fp8 (e4m3, per-tensor)", "2:4 sparse")
+
+
+def _capability(device: torch.device) -> tuple[int, int] | None:
+    return tuple(torch.cuda.get_device_capability(device)) if device.type == "cuda" else None  # type: ignore[return-value]
+
+
+def low_precision_skip_reason(kind: str, device: torch.device | str) -> str | None:
+    """Why ``kind`` (one of LOW_PRECISION_ROWS) has no real kernel on ``device`` here, or None if it has one."""
+    require_choice("kind", kind, LOW_PRECISION_ROWS)
+    device = torch.device(device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        return "no CUDA GPU is available"
+    cap = _capability(device)
+    if kind == "int8 weight-only":
+        if not hasattr(torch, "_weight_int8pack_mm"):
+            return f"this torch ({torch.__version__}) has no torch._weight_int8pack_mm"
+        return None  # CPU and CUDA kernels (x float, w int8 with one scale per output row)
+    if kind == "int4 weight-only":
+        if cap is None:
+            if device.type != "cpu" or not hasattr(torch, "_weight_int4pack_mm_for_cpu"):
+                return f"no INT4 weight-only kernel for {device.type} in this torch ({torch.__version__})"
+            return None
+        if not hasattr(torch, "_weight_int4pack_mm") or not hasattr(torch, "_convert_weight_to_int4pack"):
+            return f"this torch ({torch.__version__}) has no torch._weight_int4pack_mm"
+        if cap < (8, 0):
+            return f"torch's INT4 tinygemm kernel needs compute capability >= 8.0; this GPU is {cap[0]}.{cap[1]}"
+        return None
+    if kind.startswith("fp8"):
+        return fp8_matmul_support(device)
+    if cap is None:
+        return f"2:4 semi-structured sparse kernels (cuSPARSELt/CUTLASS) run only on CUDA GPUs, not on {device.type}"
+    if cap < (8, 0):
+        return f"2:4 sparse tensor cores need compute capability >= 8.0; this GPU is {cap[0]}.{cap[1]}"
+    try:
+        from torch.sparse import to_sparse_semi_structured  # noqa: F401
+    except ImportError:
+        return "this torch has no torch.sparse.to_sparse_semi_structured"
+    return None
+
+
+def int8_weight_only(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Symmetric INT8 per output row of ``w`` (out x in): int8 values and fp32 scales, w ≈ q * scale[:, None]."""
+    scale = w.abs().amax(dim=1).clamp(min=1e-12) / 127
+    q = torch.clamp(torch.round(w / scale[:, None]), -127, 127).to(torch.int8)
+    return q, scale.float()
+
+
+def int4_weight_only(w: torch.Tensor, group_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Asymmetric INT4 in groups of ``group_size`` along the input dimension, in the layout of torch's tinygemm
+    kernels: integer values 0..15 (int32, out x in) and ``scales_and_zeros`` (in/group, out, 2) with
+    w ≈ (q - 8) * scale + zero, where zero = min + 8 * scale (so w ≈ q * scale + min)."""
+    out, inp = w.shape
+    if inp % group_size:
+        raise ValueError(f"in_features={inp} is not a multiple of group_size={group_size}")
+    groups = w.float().reshape(out, inp // group_size, group_size)
+    low, high = groups.amin(dim=2, keepdim=True), groups.amax(dim=2, keepdim=True)
+    scale = (high - low).clamp(min=1e-6) / 15
+    q = torch.clamp(torch.round((groups - low) / scale), 0, 15).to(torch.int32).reshape(out, inp)
+    zero = low + 8 * scale
+    scales_and_zeros = torch.cat([scale, zero], dim=2).transpose(0, 1).contiguous()  # (in/group, out, 2)
+    return q, scales_and_zeros
+
+
+def dequantize_int4(q: torch.Tensor, scales_and_zeros: torch.Tensor, group_size: int) -> torch.Tensor:
+    """The fp32 weight that :func:`int4_weight_only`'s values stand for."""
+    out, inp = q.shape
+    sz = scales_and_zeros.transpose(0, 1)  # (out, in/group, 2)
+    groups = q.float().reshape(out, inp // group_size, group_size)
+    return ((groups - 8) * sz[..., :1] + sz[..., 1:]).reshape(out, inp)
+
+
+def _int4_matmul(x: torch.Tensor, q: torch.Tensor, scales_and_zeros: torch.Tensor, group_size: int,
+                 inner_k_tiles: int = 8):
+    """A callable running x @ dequant(q).T through torch's INT4 kernel for x's device."""
+    if x.device.type == "cpu":
+        packed = torch._convert_weight_to_int4pack_for_cpu(q, inner_k_tiles)
+        return lambda: torch._weight_int4pack_mm_for_cpu(x, packed, group_size, scales_and_zeros.to(x.dtype))
+    q_uint8 = (q[:, ::2] << 4 | q[:, 1::2]).to(torch.uint8)  # two 4-bit values per byte, the first in the high half
+    packed = torch._convert_weight_to_int4pack(q_uint8, inner_k_tiles)
+    return lambda: torch._weight_int4pack_mm(x, packed, group_size, scales_and_zeros.to(x.dtype))
+
+
+def _median_seconds(fn, repeats_s: float) -> float:
+    from torch.utils import benchmark  # synchronises CUDA around its timed blocks
+
+    fn()
+    return benchmark.Timer(stmt="fn()", globals={"fn": fn}).blocked_autorange(min_run_time=repeats_s).median
+
+
+def low_precision_matmuls(*, device: torch.device | str | None = None, m: int | None = None,
+                          k: int | None = None, n: int | None = None, group_size: int = 128,
+                          min_run_time: float | None = None, seed: int = 0) -> list[dict]:
+    """One row per low-precision matmul (LOW_PRECISION_ROWS) of an (m x k) input by a k -> n weight: whether a
+    real kernel ran on ``device`` or why it was skipped, its speed-up over the dense matmul at the reference
+    dtype (bf16 on a GPU, fp32 on a CPU) and its error against the fp32 reference.
+
+    ``max_rel_error`` = max |y - y_fp32| / max |y_fp32|: quantization plus kernel rounding. ``kernel_error`` (for
+    the weight-only rows) = the same against x @ dequantized(w).T in the reference dtype: the kernel alone.
+    Defaults: m=16 (a decode-like batch, where weight-only kernels pay off), k=n=8192 on a GPU, 1024 on a CPU.
+    """
+    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    on_gpu = device.type == "cuda"
+    if on_gpu and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' was requested but no CUDA GPU is available")
+    m = require_positive("m", m or 16, integer=True)
+    k = require_positive("k", k or (8192 if on_gpu else 1024), integer=True)
+    n = require_positive("n", n or (8192 if on_gpu else 1024), integer=True)
+    if group_size not in (32, 64, 128, 256):
+        raise ValueError(f"group_size must be one of 32, 64, 128, 256 (torch's INT4 kernels), got {group_size!r}")
+    if k % group_size or n % 16 or k % 16 or m % 16:
+        raise ValueError(f"m, k and n must be multiples of 16 and k of group_size={group_size}; got m={m}, k={k}, "
+                         f"n={n}")
+    run_s = min_run_time or (0.2 if on_gpu else 0.05)
+    ref_dtype = torch.bfloat16 if on_gpu else torch.float32
+    gen = torch.Generator().manual_seed(seed)
+    w32 = (torch.randn(n, k, generator=gen) / k**0.5).to(device)
+    x32 = torch.randn(m, k, generator=gen).to(device)
+    y32 = x32 @ w32.t()
+    x, w = x32.to(ref_dtype), w32.to(ref_dtype)
+    dense_s = _median_seconds(lambda: x @ w.t(), run_s)
+    scale = y32.abs().max().item()
+    ref_name = "bf16" if on_gpu else "fp32"
+
+    def row(kind: str, fn=None, label: str = "", kernel_ref: torch.Tensor | None = None) -> dict:
+        out = {"name": kind, "device": str(device), "reference": f"dense {ref_name} x @ w.T, {m}x{k} by {k}x{n}"}
+        reason = low_precision_skip_reason(kind, device)
+        if reason is not None or fn is None:
+            return {**out, "status": "skipped", "reason": reason or label}
+        try:
+            y = fn()
+            seconds = _median_seconds(fn, run_s)
+        except (RuntimeError, ValueError) as err:  # a kernel missing for this shape or build: say so
+            return {**out, "status": "skipped", "reason": f"failed: {str(err).splitlines()[0][:200]}"}
+        out.update(status="ran", label=label, seconds=seconds, dense_seconds=dense_s, speedup=dense_s / seconds,
+                   max_rel_error=(y.float() - y32).abs().max().item() / scale)
+        if kernel_ref is not None:
+            out["kernel_error"] = (y.float() - kernel_ref.float()).abs().max().item() / scale
+        return out
+
+    rows = []
+    q8, s8 = int8_weight_only(w32)
+    rows.append(row("int8 weight-only", lambda: torch._weight_int8pack_mm(x, q8, s8.to(ref_dtype)),
+                    f"real: torch._weight_int8pack_mm on {device.type} (int8 weights, one scale per output row)",
+                    x @ (q8.to(ref_dtype) * s8.to(ref_dtype)[:, None]).t()))
+    if low_precision_skip_reason("int4 weight-only", device) is None:
+        q4, sz = int4_weight_only(w32, group_size)
+        # the CUDA kernel takes bf16 activations; the CPU one fp32 here
+        rows.append(row("int4 weight-only", _int4_matmul(x, q4, sz, group_size),
+                        f"real: torch._weight_int4pack_mm{'_for_cpu' if not on_gpu else ''} (groups of {group_size})",
+                        x @ dequantize_int4(q4, sz, group_size).to(ref_dtype).t()))
+    else:
+        rows.append(row("int4 weight-only"))
+    if fp8_matmul_support(device) is None:
+        layer = nn.Linear(k, n, bias=False).to(device)
+        with torch.no_grad():
+            layer.weight.copy_(w32)
+        fp8, label = fp8_model(nn.Sequential(layer), device=device)
+        rows.append(row("fp8 (e4m3, per-tensor)", lambda: fp8(x32), label))
+    else:
+        rows.append(row("fp8 (e4m3, per-tensor)"))
+    if low_precision_skip_reason("2:4 sparse", device) is None:
+        from torch.sparse import to_sparse_semi_structured
+
+        mask = torch.tensor([1, 1, 0, 0], device=device, dtype=torch.bool).tile(n, k // 4)
+        pruned = w * mask  # magnitude-agnostic 2:4 pattern: the error column shows what pruning costs
+        sparse = to_sparse_semi_structured(pruned)
+        rows.append(row("2:4 sparse", lambda: torch.nn.functional.linear(x, sparse),
+                        f"real: to_sparse_semi_structured, {ref_name} (half the weights pruned)",
+                        x @ pruned.t()))
+    else:
+        rows.append(row("2:4 sparse"))
+    return rows
+
+
 __all__ = ["FakeQuantLinear", "quantize_weights", "calibrate", "post_training_quantize", "layer_errors",
-           "storage_bytes", "scheme_accuracies", "int8_speed_sweep", "dynamic_int8", "fp8_matmul_support", "Fp8Linear", "fp8_model", "BACKENDS"]
+           "storage_bytes", "scheme_accuracies", "int8_speed_sweep", "dynamic_int8", "fp8_matmul_support", "Fp8Linear", "fp8_model", "BACKENDS",
+           "LOW_PRECISION_ROWS", "low_precision_skip_reason", "int8_weight_only", "int4_weight_only",
+           "dequantize_int4", "low_precision_matmuls"]
