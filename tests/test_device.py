@@ -105,3 +105,41 @@ def test_describe_device_reports_this_machine():
     assert info["cpu_model"]
     assert info["cuda_available"] == torch.cuda.is_available()
     assert ("cuda_device_name" in info) == torch.cuda.is_available()
+
+
+def test_gpu_compute_with_fewer_gpus_than_ranks_is_gloo_on_cuda_round_robin(monkeypatch):
+    from aihw.measure.device import GPU_COMPUTE_LABEL, rank_device
+
+    _simulate_gpus(monkeypatch, 1)
+    choice = pick_backend(3, gpu_compute=True)
+    assert (choice.backend, choice.device_type) == ("gloo", "cuda")
+    assert GPU_COMPUTE_LABEL in choice.reason and "3 ranks share 1 GPU" in choice.reason
+    assert "all_reduce, broadcast, barrier only" in choice.reason
+    assert [rank_device("cuda", r) for r in range(3)] == [torch.device("cuda", 0)] * 3
+    _simulate_gpus(monkeypatch, 2)
+    assert [rank_device("cuda", r).index for r in range(4)] == [0, 1, 0, 1]
+    assert pick_backend(4, gpu_compute=True).device_type == "cuda"
+    assert pick_backend(2, gpu_compute=True).backend == "nccl"  # a GPU per rank: NCCL stays
+    explicit = pick_backend(2, preference="gloo", gpu_compute=True)
+    assert (explicit.backend, explicit.device_type) == ("gloo", "cuda") and "requested explicitly" in explicit.reason
+
+
+def test_gpu_compute_without_gpu_keeps_cpu_tensors(monkeypatch):
+    from aihw.measure.device import rank_device
+
+    _simulate_gpus(monkeypatch, 0)
+    choice = pick_backend(2, gpu_compute=True)
+    assert (choice.backend, choice.device_type) == ("gloo", "cpu") and "tensors stay on the CPU" in choice.reason
+    assert rank_device("cpu", 5) == torch.device("cpu")
+    with pytest.raises(ValueError, match="no CUDA GPU"):
+        rank_device("cuda", 0)
+    with pytest.raises(ValueError, match="gpu_compute"):
+        pick_backend(2, gpu_compute="yes")
+
+
+def test_launch_config_passes_gpu_compute_and_validates_it():
+    from aihw.parallel.launch import LaunchConfig
+
+    assert LaunchConfig().gpu_compute is False and LaunchConfig(gpu_compute=True).gpu_compute is True
+    with pytest.raises(ValueError, match="gpu_compute"):
+        LaunchConfig(gpu_compute=1)

@@ -94,14 +94,27 @@ def _nccl_blocker(world_size: int) -> str | None:
     return None
 
 
-def pick_backend(world_size: int, *, preference: str = "auto") -> BackendChoice:
-    """Choose "nccl" (one GPU per rank) or "gloo" (CPU tensors) for ``world_size`` ranks on this machine.
+GLOO_CUDA_COLLECTIVES = ("all_reduce", "broadcast", "barrier")  # what gloo does with CUDA tensors (and so DDP)
+GPU_COMPUTE_LABEL = "compute on GPU, communication through gloo"
+
+
+def pick_backend(world_size: int, *, preference: str = "auto", gpu_compute: bool = False) -> BackendChoice:
+    """Choose "nccl" (one GPU per rank) or "gloo" for ``world_size`` ranks on this machine.
 
     preference "auto" takes NCCL when CUDA and NCCL are available and there is a GPU per rank, else gloo;
     "nccl" raises ValueError saying why it cannot be honoured; "gloo" is always possible.
+
+    With gloo, tensors stay on the CPU unless ``gpu_compute`` is True and a CUDA GPU is visible: then each rank
+    computes on ``cuda:{rank % gpus}`` (ranks share GPUs round-robin) and gloo carries the CUDA tensors. Only a
+    worker that communicates through ``all_reduce``/``broadcast``/``barrier`` (so DDP) may ask for it: torch's
+    documented gloo backend supports those on CUDA tensors, not send/recv, all_gather, reduce_scatter or
+    all_to_all (https://docs.pytorch.org/docs/stable/distributed.html#backends, read 2026-12-01), so the
+    course's teaching rings, built on send/recv, keep CPU tensors.
     """
     world_size = require_positive("world_size", world_size, integer=True)
     preference = require_choice("backend", preference, BACKEND_CHOICES)
+    if not isinstance(gpu_compute, bool):
+        raise ValueError(f"gpu_compute must be True or False, got {gpu_compute!r}")
     if not dist.is_available():
         raise ValueError("torch.distributed is not available in this torch build, so no backend can run")
     blocker = _nccl_blocker(world_size)
@@ -110,12 +123,26 @@ def pick_backend(world_size: int, *, preference: str = "auto") -> BackendChoice:
             raise ValueError(f"backend 'nccl' cannot be used: {blocker}; use backend='gloo' or 'auto'")
         return BackendChoice("nccl", f"nccl: {world_size} ranks on {torch.cuda.device_count()} GPUs, "
                                      "as requested", "cuda")
-    if preference == "gloo":
-        return BackendChoice("gloo", "gloo: requested explicitly; tensors stay on the CPU", "cpu")
-    if blocker is None:
+    if preference == "auto" and blocker is None:
         return BackendChoice("nccl", f"nccl: {world_size} ranks, {torch.cuda.device_count()} GPUs, "
                                      "one GPU per rank", "cuda")
-    return BackendChoice("gloo", f"gloo: {blocker}; tensors stay on the CPU", "cpu")
+    why = "requested explicitly" if preference == "gloo" else blocker
+    if gpu_compute and torch.cuda.is_available() and torch.cuda.device_count() > 0:
+        gpus = torch.cuda.device_count()
+        return BackendChoice("gloo", f"gloo, {GPU_COMPUTE_LABEL}: {why}; {world_size} ranks share {gpus} GPU"
+                                     f"{'s' if gpus != 1 else ''} (rank r on cuda:r % {gpus}); gloo carries "
+                                     f"CUDA tensors for {', '.join(GLOO_CUDA_COLLECTIVES)} only", "cuda")
+    return BackendChoice("gloo", f"gloo: {why}; tensors stay on the CPU", "cpu")
+
+
+def rank_device(device_type: str, local_rank: int) -> torch.device:
+    """The device of local rank ``local_rank``: the CPU, or ``cuda:{local_rank % gpus}`` (one GPU per rank with
+    NCCL, shared round-robin with gloo + ``gpu_compute``). Does not change the current CUDA device."""
+    if device_type != "cuda":
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise ValueError("a CUDA device was chosen for the ranks but no CUDA GPU is available")
+    return torch.device("cuda", local_rank % torch.cuda.device_count())
 
 
 def _cpu_model() -> str:

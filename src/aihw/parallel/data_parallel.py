@@ -218,26 +218,30 @@ def weights_digest(state: dict[str, torch.Tensor]) -> str:
     return digest.hexdigest()
 
 
-def _with_backend_reason(per_rank: list[dict], world_size: int) -> list[dict]:
+def _with_backend_reason(per_rank: list[dict], world_size: int, gpu_compute: bool = False) -> list[dict]:
     """Add ``backend_reason``: why NCCL or gloo was chosen (e.g. "gloo: 4 ranks but 1 GPU; ...")."""
-    reason = pick_backend(world_size).reason
+    reason = pick_backend(world_size, gpu_compute=gpu_compute).reason
     return [dict(r, backend_reason=reason) for r in per_rank]
 
 
-def run(config: DPConfig = DPConfig(), *, world_size: int = 2, timeout_s: float = 120.0) -> list[dict]:
+def run(config: DPConfig = DPConfig(), *, world_size: int = 2, timeout_s: float = 120.0,
+        gpu_compute: bool = False) -> list[dict]:
     """Launch :func:`train_worker` on ``world_size`` spawned ranks (one thread each); results by rank.
 
-    NCCL when there is a GPU per rank, else gloo; each result's ``backend_reason`` says which and why."""
-    per_rank = launch(train_worker, config, config=LaunchConfig(world_size=world_size, timeout_s=timeout_s))
-    return _with_backend_reason(per_rank, world_size)
+    NCCL when there is a GPU per rank, else gloo; each result's ``backend_reason`` says which and why. Every
+    mode communicates through all_reduce only, so ``gpu_compute=True`` is safe: with fewer GPUs than ranks the
+    ranks then compute on the GPUs (round-robin) and gloo carries their CUDA gradients."""
+    per_rank = launch(train_worker, config, config=LaunchConfig(world_size=world_size, timeout_s=timeout_s,
+                                                                gpu_compute=gpu_compute))
+    return _with_backend_reason(per_rank, world_size, gpu_compute)
 
 
-def run_modes(configs: tuple[DPConfig, ...], *, world_size: int = 2, timeout_s: float = 180.0
-              ) -> list[list[dict]]:
+def run_modes(configs: tuple[DPConfig, ...], *, world_size: int = 2, timeout_s: float = 180.0,
+              gpu_compute: bool = False) -> list[list[dict]]:
     """Launch once, train each config in turn; ``result[i][rank]`` is config i's result on ``rank``."""
     per_config = launch_each(train_worker, tuple(configs),
-                             config=LaunchConfig(world_size=world_size, timeout_s=timeout_s))
-    return [_with_backend_reason(results, world_size) for results in per_config]
+                             config=LaunchConfig(world_size=world_size, timeout_s=timeout_s, gpu_compute=gpu_compute))
+    return [_with_backend_reason(results, world_size, gpu_compute) for results in per_config]
 
 
 def summarize(per_rank: list[dict], *, skip: int = 2) -> dict:

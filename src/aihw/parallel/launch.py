@@ -40,7 +40,7 @@ import torch
 import torch.distributed as dist
 
 from aihw._validate import coerce_numbers, require_choice, require_positive
-from aihw.measure.device import BACKEND_CHOICES, pick_backend
+from aihw.measure.device import BACKEND_CHOICES, pick_backend, rank_device
 
 HOST = "127.0.0.1"  # every rank runs on this machine
 DEFAULT_MAX_WORLD_SIZE = 16  # each rank is a whole Python process with torch loaded
@@ -68,6 +68,9 @@ class LaunchConfig:
     timeout_s: float = 60.0  # wall-clock seconds for the whole run, start-up included (~2-5 s per rank)
     threads_per_rank: int = 1  # torch intra-op threads per rank; keep ranks x threads <= CPU cores
     max_world_size: int = DEFAULT_MAX_WORLD_SIZE  # guard against typos such as world_size=200
+    # With fewer GPUs than ranks, compute on the GPUs (cuda:rank % gpus) and communicate through gloo. Only for
+    # workers that communicate through all_reduce/broadcast/barrier (DDP): see pick_backend.
+    gpu_compute: bool = False
 
     def __post_init__(self) -> None:
         coerce_numbers(self, "world_size", "timeout_s", "threads_per_rank", "max_world_size")
@@ -77,6 +80,8 @@ class LaunchConfig:
         require_positive("timeout_s", self.timeout_s)
         require_choice("backend", self.backend, BACKEND_CHOICES)
         _require_int("threads_per_rank", self.threads_per_rank, 1, 1024)
+        if not isinstance(self.gpu_compute, bool):
+            raise ValueError(f"gpu_compute must be True or False, got {self.gpu_compute!r}")
 
 
 @dataclass(frozen=True)
@@ -87,7 +92,8 @@ class RankContext:
     world_size: int  # number of ranks in the process group
     local_rank: int  # rank on this machine (equal to rank for launch())
     backend: str  # "gloo" or "nccl"
-    device: torch.device  # where this rank keeps tensors: cpu for gloo, cuda:local_rank for nccl
+    device: torch.device  # where this rank keeps tensors: cpu for gloo, cuda:local_rank for nccl,
+    #                       cuda:local_rank % gpus for gloo with LaunchConfig.gpu_compute
 
 
 class WorkerError(RuntimeError):
@@ -161,11 +167,10 @@ def _resolve(reference: tuple[str, str]) -> Callable:
 
 
 def _rank_device(device_type: str, local_rank: int) -> torch.device:
-    if device_type == "cuda":
-        device = torch.device("cuda", local_rank)
+    device = rank_device(device_type, local_rank)
+    if device.type == "cuda":
         torch.cuda.set_device(device)
-        return device
-    return torch.device("cpu")
+    return device
 
 
 def loopback_interface() -> str:
@@ -275,7 +280,7 @@ def launch(fn: Callable, *args: Any, config: LaunchConfig = LaunchConfig()) -> l
     """
     fn_ref = _worker_reference(fn)
     args_blob = _pickle_args(args)
-    choice = pick_backend(config.world_size, preference=config.backend)
+    choice = pick_backend(config.world_size, preference=config.backend, gpu_compute=config.gpu_compute)
     context = mp.get_context("spawn")
     results = context.Queue()
     store = _loopback_store(timedelta(seconds=config.timeout_s + CHILD_TIMEOUT_MARGIN_S))
@@ -420,7 +425,7 @@ def launch_each(worker: Callable, configs: tuple, *, config: LaunchConfig) -> li
     return [[per_rank[rank][i] for rank in range(config.world_size)] for i in range(len(configs))]
 
 
-def run_under_torchrun(fn: Callable, *args: Any, backend: str = "auto") -> object:
+def run_under_torchrun(fn: Callable, *args: Any, backend: str = "auto", gpu_compute: bool = False) -> object:
     """Run ``fn(ctx, *args)`` in a process started by torchrun (which sets RANK, WORLD_SIZE, ...).
 
     For ``if __name__ == "__main__": run_under_torchrun(fn)`` at the end of an experiment module. The process
@@ -436,7 +441,7 @@ def run_under_torchrun(fn: Callable, *args: Any, backend: str = "auto") -> objec
     rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ["LOCAL_RANK"])
     local_world_size = int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
-    choice = pick_backend(local_world_size, preference=backend)
+    choice = pick_backend(local_world_size, preference=backend, gpu_compute=gpu_compute)
     device = _rank_device(choice.device_type, local_rank)
     dist.init_process_group(choice.backend, init_method="env://", rank=rank, world_size=world_size)
     try:
