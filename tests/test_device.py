@@ -143,3 +143,15 @@ def test_launch_config_passes_gpu_compute_and_validates_it():
     assert LaunchConfig().gpu_compute is False and LaunchConfig(gpu_compute=True).gpu_compute is True
     with pytest.raises(ValueError, match="gpu_compute"):
         LaunchConfig(gpu_compute=1)
+
+
+def test_nccl_algo_is_explicit_and_nccl_only():
+    from aihw.parallel.launch import LaunchConfig, _nccl_env, launch
+
+    assert _nccl_env("nccl", "default") == {} and _nccl_env("nccl", "tree") == {"NCCL_ALGO": "Tree"}
+    assert _nccl_env("nccl", "ring") == {"NCCL_ALGO": "Ring"}
+    with pytest.raises(ValueError, match="nccl_algo"):
+        LaunchConfig(nccl_algo="butterfly")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="applies to NCCL only, but this run uses gloo"):
+            launch(print, config=LaunchConfig(nccl_algo="ring"))

@@ -42,6 +42,7 @@ import torch.distributed as dist
 from aihw._validate import coerce_numbers, require_choice, require_positive
 from aihw.measure.device import BACKEND_CHOICES, pick_backend, rank_device
 
+NCCL_ALGOS = ("default", "ring", "tree")
 HOST = "127.0.0.1"  # every rank runs on this machine
 DEFAULT_MAX_WORLD_SIZE = 16  # each rank is a whole Python process with torch loaded
 STOP_GRACE_S = 3.0  # seconds between SIGTERM and SIGKILL when stopping ranks
@@ -71,6 +72,9 @@ class LaunchConfig:
     # With fewer GPUs than ranks, compute on the GPUs (cuda:rank % gpus) and communicate through gloo. Only for
     # workers that communicate through all_reduce/broadcast/barrier (DDP): see pick_backend.
     gpu_compute: bool = False
+    # NCCL's algorithm for this run's ranks: "default" leaves NCCL to choose; "ring" or "tree" sets NCCL_ALGO in
+    # the ranks' own environment only (NCCL reads it at communicator creation). Refused when the run is not NCCL.
+    nccl_algo: str = "default"
 
     def __post_init__(self) -> None:
         coerce_numbers(self, "world_size", "timeout_s", "threads_per_rank", "max_world_size")
@@ -82,6 +86,7 @@ class LaunchConfig:
         _require_int("threads_per_rank", self.threads_per_rank, 1, 1024)
         if not isinstance(self.gpu_compute, bool):
             raise ValueError(f"gpu_compute must be True or False, got {self.gpu_compute!r}")
+        require_choice("nccl_algo", self.nccl_algo, NCCL_ALGOS)
 
 
 @dataclass(frozen=True)
@@ -195,6 +200,15 @@ def _pin_to_loopback() -> None:
     os.environ["NCCL_SOCKET_IFNAME"] = interface
 
 
+def _nccl_env(backend: str, nccl_algo: str) -> dict[str, str]:
+    """The variables a rank sets in its own environment for ``nccl_algo`` (NCCL_ALGO=Ring|Tree), or none."""
+    if nccl_algo == "default":
+        return {}
+    if backend != "nccl":
+        raise ValueError(f"nccl_algo={nccl_algo!r} applies to NCCL only, but this run uses {backend}")
+    return {"NCCL_ALGO": nccl_algo.capitalize()}
+
+
 def _own_process_group() -> None:
     """Make this rank the leader of a new process group, so the launcher can stop what it starts."""
     if hasattr(os, "setpgid"):
@@ -236,13 +250,14 @@ def _exit_when_orphaned(parent_pid: int, interval_s: float = 0.5) -> None:
 
 def _child_main(fn_ref: tuple[str, str], args_blob: bytes, rank: int, world_size: int, backend: str,
                 device_type: str, store_port: int, threads: int, timeout_s: float, results: Any,
-                parent_pid: int) -> None:
+                parent_pid: int, nccl_algo: str = "default") -> None:
     """Body of one spawned rank: join the group, run the worker, report ("ok"|"error", rank, payload)."""
     _own_process_group()
     _exit_when_orphaned(parent_pid)
     report: tuple[str, int, Any]
     try:
         _pin_to_loopback()
+        os.environ.update(_nccl_env(backend, nccl_algo))  # this rank's own environment, before NCCL starts
         torch.set_num_threads(threads)
         fn = _resolve(fn_ref)
         args = pickle.loads(args_blob)
@@ -281,6 +296,7 @@ def launch(fn: Callable, *args: Any, config: LaunchConfig = LaunchConfig()) -> l
     fn_ref = _worker_reference(fn)
     args_blob = _pickle_args(args)
     choice = pick_backend(config.world_size, preference=config.backend, gpu_compute=config.gpu_compute)
+    _nccl_env(choice.backend, config.nccl_algo)  # refuse before starting anything
     context = mp.get_context("spawn")
     results = context.Queue()
     store = _loopback_store(timedelta(seconds=config.timeout_s + CHILD_TIMEOUT_MARGIN_S))
@@ -291,7 +307,8 @@ def launch(fn: Callable, *args: Any, config: LaunchConfig = LaunchConfig()) -> l
             process = context.Process(
                 target=_child_main, name=f"aihw-rank-{rank}",
                 args=(fn_ref, args_blob, rank, config.world_size, choice.backend, choice.device_type,
-                      store.port, config.threads_per_rank, config.timeout_s, results, os.getpid()))
+                      store.port, config.threads_per_rank, config.timeout_s, results, os.getpid(),
+                      config.nccl_algo))
             process.start()
             processes.append(process)
         outcome = _collect(processes, results, config.timeout_s)
