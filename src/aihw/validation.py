@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 from aihw.model_presets import ModelShape, get_preset
 from aihw.planner import Cluster, Efficiency, Layout, PlanConfig, pinned
 
+DEFAULT_EFFICIENCY = Efficiency()
 NARAYANAN = "https://arxiv.org/abs/2104.04473"
 TORCHTITAN = "https://github.com/pytorch/torchtitan/blob/main/docs/performance.md"
 
@@ -69,13 +70,13 @@ class PublishedRun:
     def dp(self) -> int:
         return self.gpus // (self.tp * self.pp)
 
-    def config(self, efficiency: Efficiency = Efficiency()) -> PlanConfig:
+    def config(self, efficiency: Efficiency = DEFAULT_EFFICIENCY) -> PlanConfig:
         cluster = Cluster(chip=self.chip, chips_per_node=8, nodes=self.gpus // 8, network=self.network)
         return PlanConfig(model=self.model, cluster=cluster, global_batch=self.global_batch, seq=self.seq,
                           micro_batch=self.micro_batch, precision=self.precision, attention=self.attention,
                           sequence_parallel=False, efficiency=efficiency)
 
-    def predict(self, efficiency: Efficiency = Efficiency()) -> Layout:
+    def predict(self, efficiency: Efficiency = DEFAULT_EFFICIENCY) -> Layout:
         return pinned(self.config(efficiency), dp=self.dp, tp=self.tp, pp=self.pp, zero=self.zero,
                       recompute=self.recompute, micro_batch=self.micro_batch)
 
@@ -124,7 +125,7 @@ TORCHTITAN_RUNS = (
 RUNS = TABLE1 + TABLE2 + TORCHTITAN_RUNS
 
 
-def compare(run: PublishedRun, efficiency: Efficiency = Efficiency()) -> dict:
+def compare(run: PublishedRun, efficiency: Efficiency = DEFAULT_EFFICIENCY) -> dict:
     """One table row: the pinned layout's fit and predicted throughput beside the published figure."""
     x = run.predict(efficiency)
     predicted = x.executed_tflops_per_device if run.convention == "executed" else x.model_tflops_per_device
@@ -138,7 +139,7 @@ def compare(run: PublishedRun, efficiency: Efficiency = Efficiency()) -> dict:
             "mfu": x.mfu, "breakdown": x.breakdown, "notes": run.notes}
 
 
-def table(runs: tuple[PublishedRun, ...] = RUNS, efficiency: Efficiency = Efficiency()) -> list[dict]:
+def table(runs: tuple[PublishedRun, ...] = RUNS, efficiency: Efficiency = DEFAULT_EFFICIENCY) -> list[dict]:
     return [compare(r, efficiency) for r in runs]
 
 
