@@ -89,7 +89,7 @@ EAGER_SCORE_PASSES = 4
 # The one fitted constant: share of the step lost to what the model does not count (kernel launch gaps,
 # optimizer step, data loading, synchronisation). Fitted once by least squares on log(predicted/published) over
 # the 10 rows of Narayanan et al. 2021 Table 1 (aihw.validation.fit_overhead), then frozen here.
-STEP_OVERHEAD = 0.09
+STEP_OVERHEAD = 0.11
 
 # Uncertainty band: pessimistic / optimistic multipliers on the efficiency assumptions.
 BAND = {"low": {"gemm": 0.92, "bus": 0.75, "overlap": False}, "high": {"gemm": 1.04, "bus": 1.1, "overlap": True}}
@@ -152,6 +152,8 @@ class Efficiency:
     intra_bus: float = BUS_FRACTION["intra"]
     inter_bus: float = BUS_FRACTION["inter"]
     overlap: bool = True  # DP gradients, ZeRO-3 gathers and CP passes overlap compute where they can
+    flat_collectives: bool = False  # collectives spanning nodes as one flat ring whose every byte crosses the
+    #   network port (no NVLink stage): what DeepSpeed's 2021 ZeRO-3 runs look like (aihw.validation)
     step_overhead: float = STEP_OVERHEAD
 
     def __post_init__(self) -> None:
@@ -395,6 +397,9 @@ def _collective(cfg: PlanConfig, kind: str, n_bytes: float, ranks: int, stride: 
         remote = (ranks - g) / ranks * n_bytes / bw_out
         return (ranks - 1) * (intra.alpha_s if k == 1 else inter.alpha_s) + local + remote
     half = 0.0  # reduce-scatter (= all-gather) time
+    if eff.flat_collectives and k > 1:
+        half = (ranks - 1) * inter.alpha_s + (ranks - 1) / ranks * n_bytes / bw_out
+        return 2 * half if kind == "all_reduce" else half
     if g > 1:
         half += (g - 1) * intra.alpha_s + (g - 1) / g * n_bytes / bw_in
     if k > 1:
@@ -457,7 +462,7 @@ def _step(cfg: PlanConfig, dims: ParallelDims, recompute: str, b: int, m: int, s
     from aihw.memory import _grad_split, _stage_params  # the memory chapter's parameter count per device
 
     params = _stage_params(mem)
-    grad_bytes = sum(_grad_split(mem)) if cfg.grad_precision == "fp32" else PRECISION_BYTES[cfg.precision]
+    grad_bytes = _grad_split(mem)[0]  # the model gradient is what is reduced (fp16 runs: fp16; bf16: fp32 main)
     w_bytes = PRECISION_BYTES[cfg.precision]
     dp_ranks, dp_stride = dp, tp * cp
     grads = _collective(cfg, "all_reduce", params * min(grad_bytes, 4), dp_ranks, dp_stride, bus)

@@ -125,6 +125,10 @@ TORCHTITAN_RUNS = (
 RUNS = TABLE1 + TABLE2 + TORCHTITAN_RUNS
 
 
+# DeepSpeed ZeRO-3 as run in 2021: no overlap, every byte of the parameter gathers through the network port.
+FLAT_NO_OVERLAP = Efficiency(overlap=False, flat_collectives=True)
+
+
 def compare(run: PublishedRun, efficiency: Efficiency = DEFAULT_EFFICIENCY) -> dict:
     """One table row: the pinned layout's fit and predicted throughput beside the published figure."""
     x = run.predict(efficiency)
