@@ -65,20 +65,23 @@ class PublishedRun:
     seq: int = 2048
     table: str = ""
     notes: str = ""
+    cp: int = 1
+    virtual_stages: int = 1
 
     @property
     def dp(self) -> int:
-        return self.gpus // (self.tp * self.pp)
+        return self.gpus // (self.tp * self.pp * self.cp)
 
     def config(self, efficiency: Efficiency = DEFAULT_EFFICIENCY) -> PlanConfig:
         cluster = Cluster(chip=self.chip, chips_per_node=8, nodes=self.gpus // 8, network=self.network)
         return PlanConfig(model=self.model, cluster=cluster, global_batch=self.global_batch, seq=self.seq,
                           micro_batch=self.micro_batch, precision=self.precision, attention=self.attention,
-                          sequence_parallel=False, efficiency=efficiency)
+                          sequence_parallel=self.tp > 1 and self.chip != "NVIDIA A100 80GB SXM",
+                          efficiency=efficiency)
 
     def predict(self, efficiency: Efficiency = DEFAULT_EFFICIENCY) -> Layout:
-        return pinned(self.config(efficiency), dp=self.dp, tp=self.tp, pp=self.pp, zero=self.zero,
-                      recompute=self.recompute, micro_batch=self.micro_batch)
+        return pinned(self.config(efficiency), dp=self.dp, tp=self.tp, pp=self.pp, cp=self.cp, zero=self.zero,
+                      recompute=self.recompute, micro_batch=self.micro_batch, virtual_stages=self.virtual_stages)
 
 
 _T1 = [  # params (B), heads, hidden, layers, t, p, GPUs, batch, TFLOP/s per GPU (Narayanan et al. 2021, Table 1)
@@ -123,6 +126,25 @@ TORCHTITAN_RUNS = (
 )
 
 RUNS = TABLE1 + TABLE2 + TORCHTITAN_RUNS
+
+# Not in the list: Llama 3 405B (Dubey et al. 2024, Table 4; arXiv:2407.21783), read from the paper's text
+# as stored in a public repository. 126 layers on 16 stages (uneven), H100 80GB, RoCE 400 Gb/s per GPU. The
+# paper's text prints DP = 4 for the 131K-token row, but 8 x 16 x 16 x 4 = 8,192 GPUs, not the row's 16,384, and
+# 16M tokens per batch at 131,072 tokens needs 128 sequences = DP 8 x 16: DP = 8 is used. The paper does not say
+# which FLOPs its TFLOP/s count nor its recomputation policy: full recomputation (the only one this estimator
+# fits in 80 GB) and interleaving v = 2 are assumed; compare both conventions.
+LLAMA3_405B = ModelShape("llama-3-405b", 16384, 126, 128, vocab=128256, max_seq=8192, kv_heads=8, ffn=53248,
+                         gated_mlp=True, biases=False, norm="rmsnorm", learned_positions=False,
+                         tied_embeddings=False, source="https://huggingface.co/meta-llama/Llama-3.1-405B",
+                         published_params=405e9)
+LLAMA3 = "https://arxiv.org/abs/2407.21783"
+LLAMA3_RUNS = tuple(
+    PublishedRun(f"Llama 3 405B, {n} GPUs, seq {seq}", LLAMA3_405B, n, 8, 16, batch, tf, "model", LLAMA3,
+                 zero=1, recompute="full", attention="fused", chip="NVIDIA H100 SXM", network="400 Gigabit Ethernet",
+                 precision="bf16", seq=seq, cp=cp, virtual_stages=2, table="Llama 3 paper Table 4",
+                 notes="recomputation, interleaving and FLOP convention not stated; see LLAMA3_RUNS")
+    for n, cp, seq, batch, tf in ((8192, 1, 8192, 2048, 430), (16384, 1, 8192, 2048, 400),
+                                  (16384, 16, 131072, 128, 380)))
 
 
 # DeepSpeed ZeRO-3 as run in 2021: no overlap, every byte of the parameter gathers through the network port.
