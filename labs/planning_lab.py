@@ -35,7 +35,7 @@ except ImportError:
 import torch
 from IPython.display import HTML, display
 
-from aihw import comm_roofline, planner, validation
+from aihw import comm_roofline, validation
 from aihw.exercises import check
 from aihw.parallel import context_parallel, expert_parallel
 from aihw.parallel.launch import run
