@@ -71,10 +71,13 @@ GEMM_FRACTION: dict[str, float] = {
 DEFAULT_GEMM_FRACTION = 0.80  # assumption for chips without a published MAMF figure (B200, TPUs, ...)
 GEMM_SOURCE = "https://github.com/stas00/ml-engineering/blob/master/compute/accelerator/README.md"
 
-# Achieved bus bandwidth of large NCCL collectives as a share of the link's line rate (nccl-tests busbw).
-# Inside an NVSwitch node, all_reduce busbw of large messages is about 80 % of the per-direction NVLink rate
-# without NVLink SHARP; over InfiniBand/RoCE about 90 % of the port rate. These are assumptions of the size
-# commonly reported for nccl-tests (doc/PERFORMANCE.md defines busbw), stated in every plan's assumptions.
+# Achieved bus bandwidth of large NCCL collectives (nccl-tests busbw, doc/PERFORMANCE.md) as a share of line rate.
+# Inside a node: 8 x A100 SXM4 all_reduce busbw 230-250 GB/s at large sizes against NVLink 3's 300 GB/s per
+# direction (0.77-0.83); 8 x H100 SXM5 460-480 GB/s, above NVLink 4's 450 because NCCL 2.17+ reduces in the
+# NVSwitch (NVLink SHARP; the nvls option). Source: Alaya NeW Cloud, "NCCL-tests in practice", reference numbers,
+# https://docs.alayanew.com/en/docs/tech-blog/2026-05-06-nccl-tests (read 2026-12-01). Across nodes: 0.90 of the
+# port rate is ASSUMED (vendor validation guides expect 400-450 GB/s all_reduce busbw for 8 x H100 + 8 NDR ports,
+# https://saturncloud.io/blog/crusoe-nccl-cluster-validation, read 2026-12-01, which bounds it only loosely).
 BUS_FRACTION = {"intra": 0.80, "inter": 0.90}
 NVLS_SPEEDUP = 2.0  # NVLink SHARP reduces in the switch: each GPU sends n, not 2(g-1)/g n, per all-reduce
 
