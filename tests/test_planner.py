@@ -179,3 +179,20 @@ def test_cli_json_and_errors(capsys, tmp_path):
         assert main(["plan", *bad]) == 2
         err = capsys.readouterr().err
         assert err.startswith("aihw: error:") and words in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("cluster", [Cluster(chip="B200", chips_per_node=72, nodes=2),  # NVL72 racks
+                                     Cluster(chip="TPU v5p", chips_per_node=64, nodes=2, network="ndr"),
+                                     Cluster(chips_per_node=8, nodes=4, network="omni-path"),
+                                     Cluster(chips_per_node=8, nodes=4, network="roce", nvls=True)])
+def test_cluster_kinds_plan(cluster):
+    result = plan(PlanConfig(model="llama-2-13b", cluster=cluster, global_batch=576, seq=4096,
+                             zero_stages=(1, 3), recompute=("none", "full")))
+    assert result.best is not None and result.best.dims.devices == cluster.devices
+
+
+def test_nvls_speeds_up_tensor_parallel_all_reduce():
+    def tp(nvls):
+        cfg = PlanConfig(model="llama-2-13b", cluster=Cluster(nodes=1, nvls=nvls), global_batch=8, seq=4096)
+        return pinned(cfg, dp=1, tp=8, pp=1, zero=0).breakdown["tp_comm"]
+    assert tp(True) < tp(False) / 1.2
