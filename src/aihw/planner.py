@@ -649,12 +649,13 @@ class Plan:
 
     def to_dict(self, top: int = 10) -> dict:
         cfg, cl = self.config, self.config.cluster
+        layouts = [{**x.to_dict(), "assumptions": list(self.assumptions)} for x in self.ranked[:top]]
         return {"model": cfg.model.name,
                 "cluster": {"chip": cl.chip, "chips_per_node": cl.chips_per_node, "nodes": cl.nodes,
                             "network": cl.network, "nvls": cl.nvls},
                 "global_batch": cfg.global_batch, "seq": cfg.tokens, "attention": cfg.attention,
-                "sequence_parallel": cfg.sequence_parallel, "layouts": [x.to_dict() for x in self.ranked[:top]],
-                "ranked": [x.to_dict() for x in self.ranked[:top]], "fitting": len(self.ranked),
+                "sequence_parallel": cfg.sequence_parallel, "layouts": layouts, "ranked": layouts,
+                "fitting": len(self.ranked),
                 "too_big": len(self.too_big), "smallest_too_big": self.too_big[0].to_dict() if self.too_big else None,
                 "rejected": [list(r) for r in self.rejected[:50]], "rejected_count": len(self.rejected),
                 "why": explain(self), "assumptions": list(self.assumptions)}
