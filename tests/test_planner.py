@@ -39,7 +39,7 @@ def test_ranked_by_step_time_and_json_fields(result):
     assert steps == sorted(steps)
     row = result.to_dict(top=3)["layouts"][0]
     for key in ("fits", "per_device_bytes", "step_seconds", "tokens_per_second", "model_tflops_per_device",
-                "executed_tflops_per_device", "mfu", "breakdown"):
+                "executed_tflops_per_device", "mfu", "breakdown", "assumptions"):
         assert key in row
     assert row["step_seconds"] == pytest.approx(sum(row["breakdown"].values()))
     lo, hi = row["step_seconds_band"]
@@ -165,7 +165,9 @@ def test_cli_json_and_errors(capsys, tmp_path):
     assert out["assumptions"] and out["why"]
     moe = tmp_path / "tiny_moe.toml"
     moe.write_text('hidden = 512\nlayers = 4\nheads = 8\nvocab = 1000\nmax_seq = 1024\nexperts = 4\ntop_k = 2\n')
-    assert main(["plan", "--model", str(moe), "--nodes", "1", "--global-batch", "16", "--ep", "4", "--json"]) == 0
+    assert main(["plan", "--model", str(moe), "--nodes", "1", "--global-batch", "16", "--ep", "4", "--zero", "3",
+                 "--zero3-keep-gathered", "--recompute", "full", "--attention", "eager", "--no-sequence-parallel",
+                 "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["layouts"][0]["ep"] == 4
     bad_file = tmp_path / "bad.toml"
     bad_file.write_text('hidden = 512\nlayers = 4\nheads = 8\nvocab = 1000\nmax_seq = 1024\nexperts = 2\ntop_k = 3\n')
