@@ -1,5 +1,6 @@
 """Planner: what it proposes fits (per the memory estimator), ranking follows the terms, published runs, bad input."""
 
+import dataclasses
 import json
 import time
 
@@ -100,7 +101,6 @@ def test_zero3_traffic_per_micro_batch():
     base = PlanConfig(model="llama-2-7b", cluster=Cluster(nodes=4), global_batch=256, seq=2048, micro_batch=1,
                       efficiency=Efficiency(overlap=False))
     many = pinned(base, dp=32, tp=1, pp=1, zero=3)  # m = 8 micro-batches
-    import dataclasses
     kept = pinned(dataclasses.replace(base, zero3_keep_gathered=True), dp=32, tp=1, pp=1, zero=3)
     assert many.breakdown["dp_comm"] > 4 * kept.breakdown["dp_comm"]
     assert kept.memory_bytes > many.memory_bytes
@@ -198,3 +198,11 @@ def test_nvls_speeds_up_tensor_parallel_all_reduce():
         cfg = PlanConfig(model="llama-2-13b", cluster=Cluster(nodes=1, nvls=nvls), global_batch=8, seq=4096)
         return pinned(cfg, dp=1, tp=8, pp=1, zero=0).breakdown["tp_comm"]
     assert tp(True) < tp(False) / 1.2
+
+
+def test_gpipe_holds_every_micro_batch():
+    cfg = PlanConfig(model="llama-2-13b", cluster=Cluster(nodes=1), global_batch=32, seq=2048, micro_batch=1)
+    one = pinned(cfg, dp=1, tp=2, pp=4, recompute="full")
+    gpipe = pinned(dataclasses.replace(cfg, schedule="gpipe"), dp=1, tp=2, pp=4, recompute="full")
+    assert gpipe.breakdown["bubble"] == pytest.approx(one.breakdown["bubble"])
+    assert gpipe.memory_bytes > one.memory_bytes  # 32 micro-batches in flight instead of 4

@@ -107,6 +107,7 @@ class MemoryConfig:
     ep: int = 1  # expert parallelism (MoE models): each device holds experts / ep experts
     virtual_stages: int = 1  # interleaved 1F1B chunks per pipeline device (more activations in flight)
     micro_batches: int | None = None  # micro-batches per step (caps those in flight); None: at least pp
+    schedule: str = "1f1b"  # pipeline schedule: "1f1b" (pp micro-batches in flight) or "gpipe" (all m of them)
     stage_layers: int | None = None  # layers on the busiest pipeline device; None: ceil(layers / pp)
     attention: str = "eager"  # "eager" keeps the s x s scores for backward; "fused" (FlashAttention) does not
     grad_precision: str = "param"  # "param": gradients in the weight precision (ZeRO paper, 16 B/param with
@@ -134,6 +135,9 @@ class MemoryConfig:
             require_positive(name, getattr(self, name), integer=True)
         require_choice("attention", self.attention, ATTENTION)
         require_choice("grad_precision", self.grad_precision, GRAD_PRECISIONS)
+        require_choice("schedule", self.schedule, ("1f1b", "gpipe"))
+        if self.schedule == "gpipe" and self.virtual_stages > 1:
+            raise ValueError("virtual_stages > 1 is the interleaved 1F1B schedule; GPipe has one chunk per device")
         if self.micro_batches is not None:
             require_positive("micro_batches", self.micro_batches, integer=True)
         if self.stage_layers is not None:
@@ -258,12 +262,15 @@ def _stage_params(cfg: MemoryConfig) -> float:
 def in_flight_layers(cfg: MemoryConfig) -> float:
     """Layers' worth of activations the first pipeline device holds at its peak (1F1B / interleaved).
 
-    1F1B: the first stage holds min(pp, m) micro-batches of its layers; interleaving with v chunks holds
+    GPipe: all m micro-batches. 1F1B: the first stage holds min(pp, m) micro-batches of its layers; interleaving
+    with v chunks holds
     (1 + (pp - 1) / (pp v)) times more (Narayanan et al. 2021, sec. 2.2.2).
     """
     layers = _busiest_layers(cfg)
     if cfg.pp == 1:
         return float(layers)
+    if cfg.schedule == "gpipe":  # all forwards before any backward: every micro-batch is in flight
+        return float(layers * (cfg.micro_batches or cfg.pp))
     in_flight = cfg.pp if cfg.micro_batches is None else min(cfg.pp, cfg.micro_batches)
     factor = 1 + (cfg.pp - 1) / (cfg.pp * cfg.virtual_stages) if cfg.virtual_stages > 1 else 1.0
     return layers * in_flight * factor

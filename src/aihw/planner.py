@@ -191,6 +191,7 @@ class PlanConfig:
     cp: int | None = None
     ep: int | None = None
     virtual_stages: int | None = None  # interleaved 1F1B chunks per device (None: search 1, 2, 4)
+    schedule: str = "1f1b"  # "1f1b" (interleaved when virtual_stages > 1) or "gpipe" (same bubble, m in flight)
     micro_batches: int | None = None  # pin m (micro-batches per pipeline and step)
     zero3_keep_gathered: bool = False
     efficiency: Efficiency = Efficiency()
@@ -208,6 +209,10 @@ class PlanConfig:
             raise ValueError(f"precision {self.precision!r}: the planner trains in fp32, tf32, bf16 or fp16")
         require_choice("grad_precision", self.grad_precision, ("fp32", "param"))
         require_choice("attention", self.attention, ATTENTION)
+        require_choice("schedule", self.schedule, ("1f1b", "gpipe"))
+        if self.schedule == "gpipe" and self.virtual_stages not in (None, 1):
+            raise ValueError(f"virtual_stages={self.virtual_stages} is the interleaved 1F1B schedule; "
+                             "GPipe runs one chunk per device")
         if not self.zero_stages or any(isinstance(z, bool) or z not in (0, 1, 2, 3) for z in self.zero_stages):
             raise ValueError(f"zero_stages must be a non-empty subset of (0, 1, 2, 3), got {self.zero_stages!r}")
         if not self.recompute or any(r not in RECOMPUTE for r in self.recompute):
@@ -491,7 +496,7 @@ def _memory_config(cfg: PlanConfig, dims: ParallelDims, recompute: str, b: int, 
     return MemoryConfig(model=cfg.model, precision=cfg.precision, optimizer=cfg.optimizer, batch=b,
                         seq=cfg.tokens, recompute=recompute, zero=dims.zero, dp=dims.dp, tp=dims.tp, pp=pp,
                         cp=dims.cp, ep=dims.ep, virtual_stages=v, micro_batches=m, stage_layers=busiest,
-                        attention=cfg.attention, grad_precision=cfg.grad_precision,
+                        attention=cfg.attention, grad_precision=cfg.grad_precision, schedule=cfg.schedule,
                         sequence_parallel=cfg.sequence_parallel, zero3_keep_gathered=cfg.zero3_keep_gathered)
 
 
@@ -622,7 +627,7 @@ def _candidates(cfg: PlanConfig) -> tuple[list[tuple], list[tuple[str, str]]]:
                         continue
                     eps = [cfg.ep] if cfg.ep else ([e for e in divisors(mdl.experts) if (dp * cp) % e == 0
                                                     and e <= cpn] if mdl.is_moe else [1])
-                    vs = [cfg.virtual_stages or 1] if cfg.virtual_stages or pp == 1 else \
+                    vs = [cfg.virtual_stages or 1] if cfg.virtual_stages or pp == 1 or cfg.schedule == "gpipe" else \
                         [v for v in VIRTUAL_CHOICES if pp * v <= mdl.layers and (v == 1 or m % pp == 0)]
                     for ep in eps:
                         if (dp * cp) % ep:

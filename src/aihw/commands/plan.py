@@ -37,6 +37,9 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--attention", default="fused", help="fused (FlashAttention) or eager")
     parser.add_argument("--sequence-parallel", action=argparse.BooleanOptionalAction, default=True,
                         help="Megatron sequence parallelism with TP (default: on)")
+    parser.add_argument("--schedule", default="1f1b",
+                        help="1f1b (interleaved with --virtual-stages > 1) or gpipe (same bubble, m micro-batches "
+                             "of activations in flight)")
     parser.add_argument("--zero3-keep-gathered", action="store_true",
                         help="ZeRO-3 keeps parameters gathered across micro-batches (less traffic, more memory)")
     parser.add_argument("--precision", default="bf16", help="bf16, fp16, tf32 or fp32")
@@ -71,7 +74,7 @@ def config_from_args(args: argparse.Namespace) -> PlanConfig:
                       attention=args.attention, sequence_parallel=args.sequence_parallel,
                       memory_fraction=args.memory_fraction, tp=args.tp, pp=args.pp, dp=args.dp, cp=args.cp,
                       ep=args.ep, virtual_stages=args.virtual_stages, micro_batches=args.micro_batches,
-                      zero3_keep_gathered=args.zero3_keep_gathered,
+                      zero3_keep_gathered=args.zero3_keep_gathered, schedule=args.schedule,
                       efficiency=Efficiency(gemm_fraction=args.gemm_fraction))
 
 
