@@ -68,6 +68,11 @@ BAND_TOP = 20  # layouts whose uncertainty band is computed (the top of the rank
 GEMM_FRACTION: dict[str, float] = {
     "a100-80gb-sxm": 0.859, "a100-40gb-sxm": 0.859, "h100-sxm": 0.801, "h200": 0.830, "mi300x": 0.601,
 }
+# Fused attention kernels reach less of peak than plain matmuls: FlashAttention-2 "reaching 50-73% of the
+# theoretical maximum FLOPs/s on A100" (Dao 2023, arXiv:2307.08691, abstract), against 85.9% for a matmul there.
+# The midpoint, 61.5%, is 0.72 of the matmul fraction; that ratio is applied on every chip (an assumption
+# beyond A100).
+ATTENTION_TO_GEMM = 0.615 / 0.859
 DEFAULT_GEMM_FRACTION = 0.80  # assumption for chips without a published MAMF figure (B200, TPUs, ...)
 GEMM_SOURCE = "https://github.com/stas00/ml-engineering/blob/master/compute/accelerator/README.md"
 
@@ -357,8 +362,8 @@ def _layer_seconds(cfg: PlanConfig, ch: _Chip, tp: int, cp: int, ep: int, b: int
         act_width = mdl.ffn_dim
     heads = b * mdl.heads / tp  # (micro-batch x heads) attention problems on this device
     q = s / cp
-    if cfg.attention == "fused":  # FlashAttention skips the masked half of causal blocks
-        attn = heads * (g(q, s, hd) + g(q, hd, s)) / 2
+    if cfg.attention == "fused":  # FlashAttention skips the masked half of causal blocks, at its own efficiency
+        attn = heads * (g(q, s, hd) + g(q, hd, s)) / 2 / ATTENTION_TO_GEMM
         score_bytes = 0.0
     else:
         attn = heads * (g(q, s, hd) + g(q, hd, s))
@@ -677,7 +682,9 @@ def _assumptions(cfg: PlanConfig) -> tuple[str, ...]:
         f"{chip.peak_flops(cfg.precision) / 1e12:,.0f} TFLOP/s, HBM {chip.bandwidth_bytes_per_s / 1e12:.2f} TB/s, "
         f"memory {chip.memory_bytes / 1e9:,.0f} GB ({cfg.memory_fraction:.0%} usable).",
         f"Each matmul: roofline of its per-device shape, compute ceiling {gemm_note}; element-wise work at HBM "
-        f"bandwidth; attention {cfg.attention}.",
+        f"bandwidth; attention {cfg.attention}"
+        + (f" (fused kernels at {ATTENTION_TO_GEMM:.2f} x the matmul fraction: FlashAttention-2's 50-73% on A100)"
+           if cfg.attention == "fused" else " (scores written to memory; softmax at HBM bandwidth)") + ".",
         f"Inside a node: {intra.name}, {intra.bandwidth_bytes_per_s / 1e9:,.0f} GB/s per direction per chip at "
         f"{eff.intra_bus:.0%} achieved{' (NVLink SHARP all-reduce)' if cl.nvls else ''}; between nodes: "
         f"{inter.name}, {inter.bandwidth_bytes_per_s / 1e9:,.0f} GB/s per direction per chip at "
