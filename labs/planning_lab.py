@@ -36,7 +36,7 @@ import torch
 from IPython.display import HTML, display
 
 from aihw import comm_roofline, validation
-from aihw.exercises import check
+from aihw.exercises import check, compare_prediction, reveal
 from aihw.parallel import context_parallel, expert_parallel
 from aihw.parallel.launch import run
 from aihw.widgets import planning_lab
@@ -83,6 +83,7 @@ assert all(0.85 <= r["ratio"] <= 1.15 and r["fits"] for r in rows)
 # The second MoE run biases the router towards expert 0, so you can see load imbalance and dropped tokens.
 
 # %%
+my_ring_bytes = None  # your prediction: bytes one rank sends for the 2 layers (width 32, 2 x 24 tokens, fp32)
 ring_cfg = context_parallel.RingConfig()
 moe_cfgs = (expert_parallel.MoEConfig(), expert_parallel.MoEConfig(skew=3.0, capacity_factor=1.25))
 ring, moe, skewed = run(((context_parallel.ring_worker, ring_cfg),)
@@ -95,6 +96,8 @@ for r in ring:
     assert r["bytes_sent"] == r["bytes_formula"]
 for r in moe:
     torch.testing.assert_close(r["output"], r["reference"])
+display(compare_prediction("ring-attention bytes sent by rank 0", my_ring_bytes, ring[0]["bytes_sent"],
+                           unit="bytes"))
 print("tokens per expert, random router:", moe[0]["tokens_per_expert"], f"imbalance {moe[0]['imbalance']:.2f}")
 print("tokens per expert, skewed router:", skewed[0]["tokens_per_expert"],
       f"imbalance {skewed[0]['imbalance']:.2f}, dropped {sum(r['dropped'] for r in skewed)}")
@@ -122,7 +125,7 @@ check(answer_2, context_parallel.ring_bytes(context_parallel.RingConfig(), 4), r
       unit="bytes", hint="(c - 1) steps, each passing K and V of b x (s / c) tokens x width values, 4 bytes each.")
 
 # %% [markdown]
-# **Exercise 3.** Is tensor parallelism of Llama-3-70B at $t = 8$ over InfiniBand NDR compute-bound or
+# **Exercise 3.** (categorical, then a number) Is tensor parallelism of Llama-3-70B at $t = 8$ over InfiniBand NDR compute-bound or
 # communication-bound? Answer `"compute"` or `"communication"`; then give the closed-form ratio
 # (compute time / communication time).
 
@@ -130,20 +133,17 @@ check(answer_2, context_parallel.ring_bytes(context_parallel.RingConfig(), 4), r
 answer_3_bound = None  # "compute" or "communication"
 answer_3_ratio = None  # a number
 expected_3 = comm_roofline.tp_condition("llama-3-70b", 8, "H100 SXM", "InfiniBand NDR")
-print("bound:", "correct" if answer_3_bound == expected_3.bound else
-      ("not answered yet" if answer_3_bound is None else "not quite: compare h with (t - 1) F / (3 W)"))
+display(check(answer_3_bound, expected_3.bound, choices=("compute", "communication"),
+              hint="compare the layer's matmul weights with 4 h (t - 1) F / W for the network's W."))
 check(answer_3_ratio, expected_3.ratio, rel_tol=0.05,
       hint="matmul weights per layer / (4 h (t - 1) F / W); F / W for NDR is about 19,800.")
 
 # %% [markdown]
-# ### Solutions (the checker itself is tested here)
+# ### Solutions
+#
+# Try every exercise first. Then `reveal(planning_lab.SOLUTIONS, n)` shows a worked solution for exercise `n`;
+# nothing is shown until you ask.
 
 # %%
-solutions = [
-    check(989.4e12 / 50e9, comm_roofline.critical_intensity("H100 SXM", "InfiniBand NDR"), rel_tol=0.01),
-    check(3 * 2 * 2 * 6 * 32 * 4, context_parallel.ring_bytes(context_parallel.RingConfig(), 4), rel_tol=0),
-    check(expected_3.value / expected_3.threshold, expected_3.ratio, rel_tol=1e-9),
-]
-assert expected_3.bound == "communication"
-assert all(s.ok for s in solutions), [str(s) for s in solutions]
-print("all solutions check out")
+# reveal(planning_lab.SOLUTIONS, 1)
+assert all(str(reveal(planning_lab.SOLUTIONS, n)) for n in planning_lab.SOLUTIONS)  # worked solutions exist, not shown

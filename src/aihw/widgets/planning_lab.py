@@ -68,3 +68,32 @@ def published_run_widget(name: str = "GPT-3 175B PTD-P, 1536 GPUs") -> W.VBox:
 
 
 __all__ = ["published_run_view", "published_run_widget", "plan_widget"]
+
+
+# --- worked solutions of the lab's exercises (shown only through aihw.exercises.reveal) ---------------------
+
+def _worked_1() -> tuple[float, str]:
+    peak, port = 989.4e12, 400e9 / 8
+    value = peak / port
+    return value, (f"Per step a GPU computes 6 N T FLOPs and moves 3 x 2N bytes (two gathers, one reduce-scatter): "
+                   f"6NT / F >= 6N / W gives T >= F / W = {peak:.4g} / {port:.3g} = {value:,.0f} tokens per GPU.")
+
+
+def _worked_2() -> tuple[float, str]:
+    c, b, s, w = 4, 2, 24, 32
+    value = (c - 1) * 2 * b * (s // c) * w * 4
+    return float(value), (f"(c-1) = {c - 1} ring steps, each passing K and V (2) of b x s/c = {b} x {s // c} tokens "
+                          f"x {w} values x 4 bytes: {value:,} bytes.")
+
+
+def _worked_3() -> tuple[float, str]:
+    h, kv, f, t = 8192, 1024, 28672, 8
+    weights = 2 * h * h + 2 * h * kv + 3 * h * f
+    threshold = 4 * h * (t - 1) * 989.4e12 / 50e9
+    value = weights / threshold
+    return value, (f"Matmul weights per layer P = 2h^2 + 2h kv + 3hf = {weights:,}; communication-bound unless "
+                   f"P >= 4h(t-1)F/W = {threshold:,.0f}: ratio {value:.2f} < 1, so communication-bound over NDR.")
+
+
+WORKED = {1: _worked_1, 2: _worked_2, 3: _worked_3}
+SOLUTIONS = {n: (lambda f=f: f()[1]) for n, f in WORKED.items()}
