@@ -125,7 +125,7 @@ def test_fit_table_uses_catalogue():
 
 @pytest.mark.parametrize("kwargs, match", [
     (dict(params=0), "params"), (dict(params=-5), "params"), (dict(model="llama2-7b"), "llama-2-7b"),
-    (dict(model="gpt2-small", tp=5), "tp=5"), (dict(model="gpt2-small", pp=13), "13 pipeline chunks"),
+    (dict(model="gpt2-small", tp=5), "tp=5"), (dict(model="gpt2-small", pp=13), "pp=13 stages exceed the 12 layers"),
     (dict(params=1e9, zero=4), "zero"), (dict(params=1e9, batch=0), "batch"), (dict(params=1e9, precision="fp12"),
                                                                                 "precision"),
     (dict(), "exactly one"), (dict(model=ModelShape("g", 768, 2, 12, vocab=9, max_seq=8, kv_heads=4), tp=6), "kv_heads=4"),

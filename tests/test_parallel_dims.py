@@ -15,7 +15,7 @@ def test_product_must_match_devices():
 
 @pytest.mark.parametrize("dims, seq, match", [
     (ParallelDims(tp=3), None, "possible: 1, 2, 4, 8"),
-    (ParallelDims(pp=40), None, "40 pipeline chunks but llama-3-8b has only 32 layers"),
+    (ParallelDims(pp=40), None, "pp=40 stages exceed the 32 layers of llama-3-8b"),
     (ParallelDims(cp=3), 8192, "cp=3 must divide the sequence of 8192"),
     (ParallelDims(dp=2, ep=2), None, "needs a mixture-of-experts model"),
 ])

@@ -136,7 +136,7 @@ def test_search_is_bounded():
     (lambda: PlanConfig(zero_stages=(4,)), "zero_stages"),
     (lambda: PlanConfig(precision="int8"), "precision"),
     (lambda: PlanConfig(tp=3), "tp=3 must divide the 40 attention heads and the hidden size 5120"),
-    (lambda: PlanConfig(pp=41), "41 pipeline chunks but llama-2-13b has only 40 layers"),
+    (lambda: PlanConfig(pp=41), "pp=41 stages exceed the 40 layers of llama-2-13b"),
     (lambda: PlanConfig(pp=0), "pp must be a positive integer"),
     (lambda: PlanConfig(micro_batches=0), "micro_batches \\(m\\) must be a positive integer"),
     (lambda: PlanConfig(tp=4, cluster=Cluster(chips_per_node=6, nodes=2)), "tp=4 cannot fill nodes of 6 chips"),

@@ -106,8 +106,11 @@ class ParallelDims:
             raise ValueError(f"tp={self.tp} must divide the feed-forward width {m.ffn_dim} of {m.name}")
         chunks = self.pp * self.virtual_stages
         if chunks > m.layers:
+            if self.virtual_stages == 1:
+                raise ValueError(f"pp={self.pp} stages exceed the {m.layers} layers of {m.name}: every stage needs "
+                                 f"a layer; at most {m.layers} (stages need not divide the layers)")
             raise ValueError(f"pp x virtual_stages = {self.pp} x {self.virtual_stages} = {chunks} pipeline "
-                             f"chunks but {m.name} has only {m.layers} layers; at most {m.layers} chunks")
+                             f"chunks exceed the {m.layers} layers of {m.name}; at most {m.layers} chunks")
         experts = getattr(m, "experts", 0) or 0
         if self.ep > 1 and experts == 0:
             raise ValueError(f"ep={self.ep} needs a mixture-of-experts model; {m.name} is dense (experts = 0)")
