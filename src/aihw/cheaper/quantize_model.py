@@ -420,9 +420,9 @@ def low_precision_matmuls(*, device: torch.device | str | None = None, m: int | 
     on_gpu = device.type == "cuda"
     if on_gpu and not torch.cuda.is_available():
         raise ValueError("device 'cuda' was requested but no CUDA GPU is available")
-    m = require_positive("m", m or 16, integer=True)
-    k = require_positive("k", k or (8192 if on_gpu else 1024), integer=True)
-    n = require_positive("n", n or (8192 if on_gpu else 1024), integer=True)
+    size = 8192 if on_gpu else 1024
+    m, k, n = (int(require_positive(name, value or default, integer=True))
+               for name, value, default in (("m", m, 16), ("k", k, size), ("n", n, size)))
     if group_size not in (32, 64, 128, 256):
         raise ValueError(f"group_size must be one of 32, 64, 128, 256 (torch's INT4 kernels), got {group_size!r}")
     if k % group_size or n % 16 or k % 16 or m % 16:
@@ -440,7 +440,8 @@ def low_precision_matmuls(*, device: torch.device | str | None = None, m: int | 
     ref_name = "bf16" if on_gpu else "fp32"
 
     def row(kind: str, fn=None, label: str = "", kernel_ref: torch.Tensor | None = None) -> dict:
-        out = {"name": kind, "device": str(device), "reference": f"dense {ref_name} x @ w.T, {m}x{k} by {k}x{n}"}
+        out: dict[str, object] = {"name": kind, "device": str(device),
+                                  "reference": f"dense {ref_name} x @ w.T, {m}x{k} by {k}x{n}"}
         reason = low_precision_skip_reason(kind, device)
         if reason is not None or fn is None:
             return {**out, "status": "skipped", "reason": reason or label}
