@@ -112,7 +112,7 @@ assert per_mac["SIMT"] > 2 and per_mac["systolic"] < per_mac["SIMT"] / 10
 # pressing anything.
 
 # %%
-display(gpus_vs_tpus_lab.measure_panel(chips=("H100 SXM", "TPU v5e"), dtype="fp32"))  # lab_config() inside
+display(gpus_vs_tpus_lab.measure_panel(chips=("H100 SXM", "TPU v5e")))  # lab_config(); bf16 roofline on a GPU
 
 from IPython.display import HTML
 

@@ -155,3 +155,19 @@ def test_nccl_algo_is_explicit_and_nccl_only():
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="applies to NCCL only, but this run uses gloo"):
             launch(print, config=LaunchConfig(nccl_algo="ring"))
+
+
+def test_data_parallel_run_passes_gpu_compute_to_the_launcher(monkeypatch):
+    from aihw.parallel import data_parallel
+
+    seen = {}
+
+    def fake_launch(worker, config, *, config_=None, **kwargs):
+        seen["config"] = kwargs["config"]
+        return [{"rank": 0}]
+
+    monkeypatch.setattr(data_parallel, "launch", lambda w, c, config: fake_launch(w, c, config=config))
+    _simulate_gpus(monkeypatch, 1)
+    out = data_parallel.run(data_parallel.DPConfig(), world_size=2, gpu_compute=True)
+    assert seen["config"].gpu_compute is True
+    assert "compute on GPU, communication through gloo" in out[0]["backend_reason"]

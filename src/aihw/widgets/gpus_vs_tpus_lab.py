@@ -160,12 +160,13 @@ def roofline_view(measurement, detection, chips: Sequence[str] = DEFAULT_CHIPS, 
             "note": detection.note, "label": "measured on " + measurement.label}
 
 
-def measure_panel(chips: Sequence[str] = DEFAULT_CHIPS, dtype: str = "fp32", config=None) -> W.VBox:
+def measure_panel(chips: Sequence[str] = DEFAULT_CHIPS, dtype: str | None = None, config=None) -> W.VBox:
     """A button that measures this machine and adds it to the roofline.
 
     ``config`` is an :class:`aihw.measure.roofline.MeasureConfig`; by default ``lab_config()``: a few seconds of
     fp32 on a CPU, the full sweep (fp32/tf32/fp16/bf16/fp8 up to n = 8192) on a GPU, whose points then sit on the
-    detected chip's own roofline with a measured ÷ datasheet table.
+    detected chip's own roofline with a measured ÷ datasheet table. ``dtype`` is the roofline drawn: by default
+    bf16 on a GPU (its tensor cores' rate), fp32 on a CPU.
     """
     from aihw.measure.device import detect_chip, pick_device  # torch: imported only when this panel is built
     from aihw.measure.roofline import lab_config, measure_device
@@ -178,7 +179,8 @@ def measure_panel(chips: Sequence[str] = DEFAULT_CHIPS, dtype: str = "fp32", con
     def work() -> str:
         cfg = config or lab_config()
         mine = measure_device(cfg)
-        view = roofline_view(mine, detect_chip(pick_device(cfg.device)), chips, dtype)
+        device = pick_device(cfg.device)
+        view = roofline_view(mine, detect_chip(device), chips, dtype or ("bf16" if device.type == "cuda" else "fp32"))
         show_figure(out, plot_roofline(view["chips"], view["dtype"], measured=mine))
         table.value = view["table_html"] + f"<p>{html.escape(view['note'])}</p>"
         return measurement_report(mine, view["dtype"])
