@@ -162,11 +162,11 @@ def test_data_parallel_run_passes_gpu_compute_to_the_launcher(monkeypatch):
 
     seen = {}
 
-    def fake_launch(worker, config, *, config_=None, **kwargs):
-        seen["config"] = kwargs["config"]
+    def fake_launch(worker, dp_config, *, config):
+        seen["config"] = config
         return [{"rank": 0}]
 
-    monkeypatch.setattr(data_parallel, "launch", lambda w, c, config: fake_launch(w, c, config=config))
+    monkeypatch.setattr(data_parallel, "launch", fake_launch)
     _simulate_gpus(monkeypatch, 1)
     out = data_parallel.run(data_parallel.DPConfig(), world_size=2, gpu_compute=True)
     assert seen["config"].gpu_compute is True
