@@ -122,6 +122,23 @@ for r in per_rank:
         torch.testing.assert_close(r["state"][name], tensor)  # equal to one process on the global batch
 
 # %% [markdown]
+# **On a GPU runtime with one GPU** the cell below trains the same two ranks on the GPU: both compute on `cuda:0`
+# and their gradients travel through gloo, which carries CUDA tensors for all-reduce (NCCL wants a GPU per rank).
+# The ranks still end bit-identical; against the single CPU process the weights agree to float rounding only
+# (different kernels sum in a different order). On a CPU it says why it does not run.
+
+# %%
+if torch.cuda.is_available():
+    on_gpu = dp.run(config, world_size=2, gpu_compute=True)
+    print(on_gpu[0]["backend_reason"])
+    assert data_parallel_lab.training_summary(on_gpu, reference)["ranks_identical"]
+    for r in on_gpu:
+        for name, tensor in reference["state"].items():
+            torch.testing.assert_close(r["state"][name], tensor, rtol=1e-3, atol=1e-4)
+else:
+    print("skipped: no CUDA GPU here, so the ranks above computed on the CPU")
+
+# %% [markdown]
 # ## 4. Extrapolate: gradients of a real model on a real cluster
 #
 # Bandwidths come from the course's catalogues (NVLink and ICI per chip and direction; InfiniBand and Ethernet per
