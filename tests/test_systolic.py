@@ -119,7 +119,7 @@ def test_access_counts_conversions():
     assert c.as_dict()["macs"] == 10 and c.as_dict()["pe_register_transfers"] == 7
     assert c.to_bytes(2) == {"register_file_reads": 2, "register_file_writes": 4, "buffer_reads": 6,
                              "buffer_writes": 8, "offchip_reads": 10, "offchip_writes": 12,
-                             "pe_register_transfers": 14}
+                             "pe_register_transfers": 14, "tensor_memory_accesses": 0}
     assert c.per_mac()["offchip_reads"] == 0.5 and c.register_file_accesses == 3
     with pytest.raises(ValueError, match="bytes_per_element"):
         c.to_bytes(0)
