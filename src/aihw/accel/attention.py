@@ -139,3 +139,27 @@ def traffic_bytes(kind: str, *, batch: int, heads: int, seq: int, head_dim: int,
     t, d = seq, head_dim
     per_head = 4 * t * d + 4 * t * t if kind == "naive" else 2 * t * d + 2 * t * d * math.ceil(t / block_q)
     return float(batch * heads * per_head * bytes_per_element)
+
+
+def compare_attention(seqs: tuple[int, ...] = (128, 256, 512), *, batch: int = 1, heads: int = 4,
+                      head_dim: int = 32, block: int = 64, repeats: int = 3) -> list[dict]:
+    """For each sequence length and kind: forward+backward time (median and spread), bytes saved for backward
+    (measured) and forward HBM traffic (computed). Checks every kind against SDPA first (``assert_close``)."""
+    from aihw.measure.timing import time_op
+
+    rows = []
+    for seq in seqs:
+        q, k, v = random_qkv(batch, heads, seq, head_dim)
+        reference = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        for kind in ATTENTION_KINDS:
+            torch.testing.assert_close(attention(kind, q, k, v, block=block), reference)
+
+            def step(kind=kind):
+                attention(kind, q, k, v, block=block).sum().backward()
+
+            t = time_op(step, repeats=repeats, warmup=1)
+            rows.append({"seq": seq, "kind": kind, "seconds": t.median, "low": t.spread[0], "high": t.spread[1],
+                         "saved_bytes": saved_bytes(kind, q, k, v, block=block),
+                         "traffic_bytes": traffic_bytes(kind, batch=batch, heads=heads, seq=seq,
+                                                        head_dim=head_dim)})
+    return rows
