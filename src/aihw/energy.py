@@ -142,3 +142,29 @@ def joules_for_matmul(m: int, n: int, k: int, pj_per_mac: float) -> float:
         require_positive(name, v, integer=True)
     require_positive("pj_per_mac", pj_per_mac)
     return m * n * k * pj_per_mac * 1e-12
+
+
+MAX_DESIGN_SIZE = 1024  # the systolic simulation runs cycle by cycle: keep it to about a second
+
+
+def design_counts(n: int, *, array: int = 128) -> dict[str, AccessCounts]:
+    """Access counts of one n x n x n matmul on each design the chapter compares.
+
+    "systolic": the cycle-by-cycle weight-stationary simulator (``array`` x ``array``, double-buffered weights);
+    "CUDA cores": :func:`aihw.simt.simt_matmul_counts`; "tensor cores (<generation>)":
+    :func:`aihw.simt.tensor_core_matmul_counts` with the same shared-memory tile as the array.
+    """
+    import numpy as np
+
+    from aihw import simt, systolic
+
+    n = require_positive("n", n, integer=True)
+    if n > MAX_DESIGN_SIZE:
+        raise ValueError(f"n={n} is beyond what the systolic simulation allows here (at most {MAX_DESIGN_SIZE})")
+    ones = np.ones((n, n))
+    counts = {"systolic": systolic.simulate(ones, ones, size=array, double_buffered=True).counts,
+              "CUDA cores": simt.simt_matmul_counts(n, n, n)}
+    for generation in simt.TENSOR_CORE_GENERATIONS:
+        counts[f"tensor cores ({generation})"] = simt.tensor_core_matmul_counts(
+            n, n, n, generation=generation, tile=array, warp_tile=min(64, array))
+    return counts

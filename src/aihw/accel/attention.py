@@ -3,7 +3,7 @@ of FlashAttention's tiled algorithm with the online softmax, in plain torch.
 
 Shapes follow nanoGPT: q, k, v are (B, nh, T, hs). The tiled version (Dao et al., NeurIPS 2022; Milakov &
 Gimelshein 2018 for the online softmax) walks over key/value blocks keeping, per query row, the running maximum
-``m``, the running sum ``l`` and the unnormalised output; it saves only q, k, v, the output and the row
+``m``, the running sum ``denom`` and the unnormalised output; it saves only q, k, v, the output and the row
 log-sum-exp for backward, and recomputes each block's probabilities there (FlashAttention-2's backward, Dao
 2023). So the sequence^2 term of the saved activations disappears; :func:`saved_bytes` measures it.
 """
@@ -46,7 +46,7 @@ class _TiledAttention(torch.autograd.Function):
         t = q.shape[-2]
         out = torch.zeros_like(q)                                         # (B, nh, T, hs), unnormalised
         m = torch.full(q.shape[:-1], float("-inf"), dtype=q.dtype, device=q.device)   # (B, nh, T) running max
-        l = torch.zeros(q.shape[:-1], dtype=q.dtype, device=q.device)                 # (B, nh, T) running sum
+        denom = torch.zeros(q.shape[:-1], dtype=q.dtype, device=q.device)             # (B, nh, T) running sum
         for k0 in range(0, t, block):
             kb, vb = k[..., k0:k0 + block, :], v[..., k0:k0 + block, :]   # (B, nh, Bc, hs)
             s = (q @ kb.transpose(-2, -1)) * scale                        # (B, nh, T, Bc): one block only
@@ -56,11 +56,11 @@ class _TiledAttention(torch.autograd.Function):
             m_safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
             p = torch.exp(s - m_safe[..., None])
             correction = torch.exp(m - m_safe)                           # rescales what was summed so far
-            l = l * correction + p.sum(dim=-1)
+            denom = denom * correction + p.sum(dim=-1)
             out = out * correction[..., None] + p @ vb
             m = m_new
-        out = out / l[..., None]
-        lse = m + torch.log(l)                                            # (B, nh, T) row log-sum-exp
+        out = out / denom[..., None]
+        lse = m + torch.log(denom)                                           # (B, nh, T) row log-sum-exp
         ctx.save_for_backward(q, k, v, out, lse)
         ctx.block, ctx.causal = block, causal
         return out
@@ -154,7 +154,7 @@ def compare_attention(seqs: tuple[int, ...] = (128, 256, 512), *, batch: int = 1
         for kind in ATTENTION_KINDS:
             torch.testing.assert_close(attention(kind, q, k, v, block=block), reference)
 
-            def step(kind=kind):
+            def step(kind=kind, q=q, k=k, v=v):
                 attention(kind, q, k, v, block=block).sum().backward()
 
             t = time_op(step, repeats=repeats, warmup=1)

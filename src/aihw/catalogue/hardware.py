@@ -15,11 +15,12 @@ chip, MXUs per TensorCore and MXU size. Each is a sourced figure like the rest (
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from types import MappingProxyType
 from typing import Any
@@ -113,7 +114,7 @@ class Chip:
     interconnect: Interconnect | None
     power: Figure | None
     price: Price | None
-    anatomy: Mapping[str, Figure] = field(default_factory=lambda: MappingProxyType({}))
+    anatomy: Mapping[str, Figure] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
 
     def __hash__(self) -> int:
         return hash(self.key)
