@@ -62,3 +62,23 @@ def check(answer: float | int | None, expected: float, *, rel_tol: float = 0.02,
         factor = f" (off by a factor of {ratio:.3g})"
     msg = f"Not quite: {_fmt(answer, unit)} is {direction}{factor}. {hint}".strip()
     return CheckResult(False, True, msg)
+
+
+def check_choice(answer: str | None, expected: str, *, choices: tuple[str, ...] | list[str],
+                 hint: str = "") -> CheckResult:
+    """Check a categorical answer (e.g. "compute" vs "memory") against ``expected``, one of ``choices``.
+
+    Case and surrounding spaces are ignored; ``None`` means "not answered yet"; an answer outside ``choices``
+    says which are allowed instead of being marked wrong.
+    """
+    allowed = [str(c).strip().lower() for c in choices]
+    if str(expected).strip().lower() not in allowed:
+        raise ValueError(f"expected {expected!r} is not one of the choices {list(choices)!r}")
+    if answer is None:
+        return CheckResult(False, False, f"Not answered yet: pick one of {', '.join(choices)}. {hint}".strip())
+    given = str(answer).strip().lower()
+    if given not in allowed:
+        return CheckResult(False, True, f"{answer!r} is not one of {', '.join(choices)}. {hint}".strip())
+    if given == str(expected).strip().lower():
+        return CheckResult(True, True, f"Correct: {expected}.")
+    return CheckResult(False, True, f"Not quite: {answer} is not it. {hint}".strip())

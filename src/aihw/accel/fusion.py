@@ -94,13 +94,3 @@ def fusion_experiment(cfg: FusionConfig = FusionConfig()) -> dict:
                      "low": t.spread[0], "high": t.spread[1], "ratio": t.median / predicted})
     return {"rows": rows, "bandwidth": bandwidth, "copy_spread": copy.spread, "elements": n}
 
-
-def generated_code(n: int = 1024) -> str:
-    """The kernel source Inductor generates for :func:`chain` on CPU (C++), for reading, not for running."""
-    from torch._inductor.utils import run_and_get_code
-
-    _, sources = run_and_get_code(compiled_chain(), torch.rand(_check_elements("n", n)))
-    text = "\n".join(sources)
-    start = text.find("extern \"C\"")
-    return text[start:start + 2500] if start >= 0 else text[:2500]
-

@@ -105,7 +105,7 @@ def plot_bandwidth_sweep(rows: Sequence[Mapping], *, caches: Mapping[str, int] |
     size = np.array([r["bytes"] for r in rows], float)
     gbps = np.array([r["gbps"] for r in rows])
     err = np.array([[r["gbps"] - r["low"] for r in rows], [r["high"] - r["gbps"] for r in rows]])
-    ax.errorbar(size, gbps, yerr=err, marker="o", capsize=3, label="measured (median, min-max)")
+    ax.errorbar(size, gbps, yerr=err, marker="o", capsize=3, label="measured (best sample; bar: min-max)")
     for p in plateaus:
         ax.hlines(p["bandwidth"], p["start"], p["end"], colors="C3", lw=3, alpha=0.5)
     for i, (name, value) in enumerate((caches or {}).items()):
