@@ -42,7 +42,7 @@ if not torch.cuda.is_available():
 
 import matplotlib.pyplot as plt
 
-from aihw import energy, systolic
+from aihw import systolic
 from aihw.accel import fusion, hierarchy, power, profile
 from aihw.catalogue import compare
 from aihw.exercises import check, check_choice
@@ -105,7 +105,7 @@ else:
 
 # %%
 prof = profile.profile_step(profile.ProfileConfig(trace_path="tinygpt_step.json"))
-for name, seconds in sorted(prof.class_seconds.items(), key=lambda kv: -kv[1]):
+for name in sorted(prof.class_seconds, key=prof.class_seconds.get, reverse=True):
     print(f"{name:24} {100 * prof.share(name):5.1f} %")
 peak = profile.cpu_peak_flops()
 print(f"{prof.flops / 1e9:.2f} GFLOP in {prof.step_seconds * 1e3:.0f} ms; MFU against the estimated peak "
