@@ -112,3 +112,26 @@ def test_profile_summary(tmp_path):
     assert profile.classify("aten::addmm") == "matmul" and profile.classify("aten::gelu") == "element-wise"
     with pytest.raises(ValueError, match="json"):
         profile.ProfileConfig(trace_path="x.txt")
+
+
+@pytest.mark.parametrize("order", ["random", "sequential"])
+def test_pointer_chain_is_one_cycle(order):
+    from aihw.accel import latency
+    nxt = latency.chain(4096, 64, order=order)
+    i, seen = 0, set()
+    for _ in range(4096 // 64):
+        seen.add(i)
+        i = int(nxt[i])
+    assert i == 0 and seen == set(range(0, 512, 8))
+
+
+def test_pointer_chase_runs_or_says_why():
+    from aihw.accel import latency
+    with pytest.raises(ValueError, match="stride must be a multiple"):
+        latency.chain(4096, 12)
+    with pytest.raises(ValueError, match="working_set"):
+        latency.chain(1 << 40)
+    if not latency.compiler_status().startswith("ok"):
+        pytest.skip(latency.compiler_status())
+    r = latency.pointer_chase(1 << 16, 64, steps=1 << 14, repeats=2)
+    assert 0 < r["ns"] <= r["high"]
