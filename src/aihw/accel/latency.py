@@ -101,8 +101,9 @@ def latency_sweep(sizes: tuple[int, ...] = tuple(1 << p for p in range(14, 28, 2
     return [pointer_chase(s, stride, order=order, steps=steps) for s in sizes]
 
 
-def stride_sweep(working_set: int = 64 << 20, strides: tuple[int, ...] = (8, 16, 32, 64, 128, 256, 1024, 4096),
+def stride_sweep(working_set: int = 16 << 20, strides: tuple[int, ...] = (8, 16, 32, 64, 128, 256, 512),
                  *, order: str = "sequential", steps: int = 1 << 20) -> list[dict]:
     """:func:`pointer_chase` across strides at one working set: below the cache line (64 B) several loads share
-    a line; above it every load is a new line; beyond the page size (4 KiB) every load also needs a new TLB entry."""
+    a line; from 64 B on every load is a new line. Keep stride small against the working set: the chain touches
+    working_set / stride lines, and once those fit in a cache the curve measures that cache instead."""
     return [pointer_chase(working_set, s, order=order, steps=steps) for s in strides]

@@ -188,3 +188,25 @@ def plot_utilisation_sweep(curves: Mapping[str, Sequence[Mapping]], ax: Axes | N
     ax.set(xscale="log", xlabel="matrix size n (n x n x n)", ylabel="mean utilisation (%)", ylim=(0, 105))
     ax.legend(fontsize="small")
     return ax.figure
+
+
+def plot_latency(by_size: Sequence[Mapping], by_stride: Sequence[Mapping], *,
+                 caches: Mapping[str, int] | None = None, axes: Sequence[Axes] | None = None) -> Figure:
+    """Left: ns per dependent load against working set (random chain); right: against stride (one working set)."""
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=(11, 3.6), layout="constrained")
+    for ax, rows, key, label in ((axes[0], by_size, "working_set", "working set (bytes)"),
+                                 (axes[1], by_stride, "stride", "stride (bytes)")):
+        x = [r[key] for r in rows]
+        best = np.array([r["ns"] for r in rows])
+        ax.errorbar(x, best, yerr=[np.zeros_like(best), np.array([r["high"] for r in rows]) - best], marker="o",
+                    capsize=3, label="best of 3 (bar: worst)")
+        ax.set(xscale="log", yscale="log", xlabel=label, ylabel="ns per dependent load")
+        ax.set_xscale("log", base=2)
+    for name, value in (caches or {}).items():
+        axes[0].axvline(value, color="grey", ls="--", lw=1)
+        axes[0].text(value, best.max(), f" {name}", fontsize="small", color="grey", va="top")
+    axes[1].axvline(64, color="grey", ls=":", lw=1)
+    axes[1].text(64, axes[1].get_ylim()[1], " cache line", fontsize="small", color="grey", va="top")
+    axes[0].legend(fontsize="small")
+    return axes[0].figure
