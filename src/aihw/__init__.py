@@ -3,8 +3,9 @@
 Layers, bottom to top (nothing imports upward):
 
 * analytic (standard library + numpy): :mod:`aihw.catalogue.hardware`, :mod:`aihw.precision`,
-  :mod:`aihw.roofline`, :mod:`aihw.systolic`, :mod:`aihw.exercises`
-* torch experiments: :mod:`aihw.measure.device`, :mod:`aihw.parallel.launch`, :mod:`aihw.measure.roofline`
+  :mod:`aihw.roofline`, :mod:`aihw.systolic`, :mod:`aihw.simt`, :mod:`aihw.energy`, :mod:`aihw.exercises`
+* torch experiments: :mod:`aihw.measure.device`, :mod:`aihw.parallel.launch`, :mod:`aihw.measure.roofline`,
+  :mod:`aihw.accel` (memory hierarchy, fusion, attention, Triton kernel, profile, power counters)
 * plotting (:mod:`aihw.plots`) and widgets (:mod:`aihw.widgets`)
 
 ``import aihw`` loads neither torch, matplotlib nor ipywidgets.
