@@ -44,3 +44,18 @@ def test_bad_tolerances_are_rejected(kwargs):
 @given(st.floats(min_value=1e-6, max_value=1e12), st.floats(min_value=0.001, max_value=0.5))
 def test_within_tolerance_always_passes(expected, rel_tol):
     assert check(expected * (1 + rel_tol / 2), expected, rel_tol=rel_tol).ok
+
+
+def test_check_choice():
+    from aihw.exercises import check_choice
+
+    choices = ("compute", "memory")
+    assert check_choice(" Memory ", "memory", choices=choices).ok
+    wrong = check_choice("compute", "memory", choices=choices, hint="bytes per FLOP")
+    assert not wrong.ok and wrong.answered and "bytes per FLOP" in str(wrong)
+    unanswered = check_choice(None, "memory", choices=choices)
+    assert not unanswered.answered and "compute, memory" in str(unanswered)
+    outside = check_choice("latency", "memory", choices=choices)
+    assert not outside.ok and "not one of" in str(outside)
+    with pytest.raises(ValueError, match="not one of the choices"):
+        check_choice("memory", "network", choices=choices)
