@@ -72,7 +72,7 @@ class SystolicConfig:
     """An N x N array (``size`` = N PEs per side, 1..512), its dataflow and whether weights are double-buffered."""
 
     size: int
-    dataflow: str = "weight-stationary"   # or "output-stationary"
+    dataflow: Dataflow = "weight-stationary"   # or "output-stationary"
     double_buffered: bool = False          # weight-stationary only: load the next weight tile during compute
 
     def __post_init__(self) -> None:

@@ -10,6 +10,7 @@ size; the measurement is :func:`aihw.measure.timing.time_op`'s median with its s
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 
@@ -57,7 +58,7 @@ class FusionConfig:
     elements: int = 1 << 22       # 4 Mi fp32 elements = 16 MiB per tensor
     repeats: int = 5
     compile: bool = True          # torch.compile the chain (needs a C++ compiler on CPU)
-    device: str = "cpu"
+    device: Literal["cpu", "cuda"] = "cpu"
 
     def __post_init__(self) -> None:
         _check_elements("elements", self.elements)

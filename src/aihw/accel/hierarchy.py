@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import torch
@@ -33,7 +34,7 @@ class SweepConfig:
     bytes_per_point: int = 64 << 20    # bytes read per timed call (R * W)
     repeats: int = 5                   # timed samples per size
     threads: int = 1                   # CPU threads (1: one core's caches)
-    device: str = "cpu"                # "cpu" or "cuda"
+    device: Literal["cpu", "cuda"] = "cpu"
 
     def __post_init__(self) -> None:
         for name in ("min_bytes", "max_bytes", "points_per_octave", "bytes_per_point", "repeats", "threads"):
