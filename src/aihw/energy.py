@@ -158,7 +158,7 @@ def design_counts(n: int, *, array: int = 128) -> dict[str, AccessCounts]:
 
     from aihw import simt, systolic
 
-    n = require_positive("n", n, integer=True)
+    n = int(require_positive("n", n, integer=True))
     if n > MAX_DESIGN_SIZE:
         raise ValueError(f"n={n} is beyond what the systolic simulation allows here (at most {MAX_DESIGN_SIZE})")
     ones = np.ones((n, n))

@@ -28,7 +28,7 @@ def chain(x: torch.Tensor) -> torch.Tensor:
 
 
 def _check_elements(name: str, n: int) -> int:
-    n = require_positive(name, n, integer=True)
+    n = int(require_positive(name, n, integer=True))
     if n > MAX_ELEMENTS:
         raise ValueError(f"{name}={n} is beyond what this experiment allows (at most {MAX_ELEMENTS} fp32 "
                          f"elements, {MAX_ELEMENTS * 4 / 2**30:.0f} GiB)")
@@ -46,7 +46,10 @@ def dispatch_overhead(sizes: tuple[int, ...] = (1, 16, 256, 4096, 65536, 1 << 20
     for n in sizes:
         n = _check_elements("size", n)
         x, y = torch.rand(n, device=device), torch.empty(n, device=device)
-        t = time_op(lambda x=x, y=y: torch.add(x, 1, out=y), device=device, repeats=repeats)
+        def add_one(x: torch.Tensor = x, y: torch.Tensor = y) -> torch.Tensor:
+            return torch.add(x, 1, out=y)
+
+        t = time_op(add_one, device=device, repeats=repeats)
         rows.append({"elements": n, "seconds": t.median, "low": t.spread[0], "high": t.spread[1]})
     return {"rows": rows, "overhead_s": rows[0]["seconds"]}
 
@@ -89,7 +92,10 @@ def fusion_experiment(cfg: FusionConfig = FusionConfig()) -> dict:
     for name, (fn, passes) in variants.items():
         out = fn(x)
         torch.testing.assert_close(out, reference)
-        t = time_op(lambda fn=fn: fn(x), device=cfg.device, repeats=cfg.repeats)
+        def run(fn=fn) -> torch.Tensor:
+            return fn(x)
+
+        t = time_op(run, device=cfg.device, repeats=cfg.repeats)
         predicted = passes * 4 * n / bandwidth
         rows.append({"variant": name, "bytes": passes * 4 * n, "predicted_s": predicted, "measured_s": t.median,
                      "low": t.spread[0], "high": t.spread[1], "ratio": t.median / predicted})

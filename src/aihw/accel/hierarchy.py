@@ -65,7 +65,10 @@ def bandwidth_sweep(cfg: SweepConfig = SweepConfig()) -> list[dict]:
             x = torch.rand(n, device=cfg.device)
             reps = max(1, cfg.bytes_per_point // size)
             view = x.expand(reps, n)
-            timing = time_op(lambda v=view: v.sum(), device=cfg.device, repeats=cfg.repeats, min_sample_s=0.005)
+            def read(v: torch.Tensor = view) -> torch.Tensor:
+                return v.sum()
+
+            timing = time_op(read, device=cfg.device, repeats=cfg.repeats, min_sample_s=0.005)
             moved = reps * n * 4
             rates = [moved / s / 1e9 for s in timing.samples]
             rows.append({"bytes": n * 4, "gbps": max(rates), "median_gbps": moved / timing.median / 1e9,

@@ -67,8 +67,8 @@ def _library():
 
 def chain(working_set: int, stride: int = 64, *, order: str = "random", seed: int = 0) -> np.ndarray:
     """A cyclic chain over the 8-byte slots ``stride`` bytes apart in a ``working_set``-byte array."""
-    working_set = require_positive("working_set", working_set, integer=True)
-    stride = require_positive("stride", stride, integer=True)
+    working_set = int(require_positive("working_set", working_set, integer=True))
+    stride = int(require_positive("stride", stride, integer=True))
     require_choice("order", order, ORDERS)
     if stride % 8:
         raise ValueError(f"stride must be a multiple of 8 bytes (one pointer), got {stride}")
@@ -84,8 +84,8 @@ def chain(working_set: int, stride: int = 64, *, order: str = "random", seed: in
 def pointer_chase(working_set: int, stride: int = 64, *, order: str = "random", steps: int = 1 << 21,
                   repeats: int = 3) -> dict:
     """Nanoseconds per dependent load (best and worst of ``repeats`` runs of ``steps`` loads)."""
-    steps = require_positive("steps", steps, integer=True)
-    repeats = require_positive("repeats", repeats, integer=True)
+    steps = int(require_positive("steps", steps, integer=True))
+    repeats = int(require_positive("repeats", repeats, integer=True))
     nxt = chain(working_set, stride, order=order)
     lib = _library()
     out = ctypes.c_uint64()
@@ -95,7 +95,10 @@ def pointer_chase(working_set: int, stride: int = 64, *, order: str = "random", 
     return {"working_set": working_set, "stride": stride, "order": order, "ns": min(times), "high": max(times)}
 
 
-def latency_sweep(sizes: tuple[int, ...] = tuple(1 << p for p in range(14, 28, 2)), *, stride: int = 64,
+DEFAULT_SIZES: tuple[int, ...] = (1 << 14, 1 << 16, 1 << 18, 1 << 20, 1 << 22, 1 << 24, 1 << 26)
+
+
+def latency_sweep(sizes: tuple[int, ...] = DEFAULT_SIZES, *, stride: int = 64,
                   order: str = "random", steps: int = 1 << 20) -> list[dict]:
     """:func:`pointer_chase` across working-set sizes (bytes)."""
     return [pointer_chase(s, stride, order=order, steps=steps) for s in sizes]

@@ -137,9 +137,11 @@ def cpu_peak_flops(threads: int | None = None) -> dict:
     try:
         with open("/proc/cpuinfo") as f:
             text = f.read()
-        mhz = float(re.search(r"cpu MHz\s*:\s*([\d.]+)", text).group(1))
-        flags = re.search(r"flags\s*:(.*)", text).group(1)
-    except (OSError, AttributeError, ValueError):
+        clock, flag_line = re.search(r"cpu MHz\s*:\s*([\d.]+)", text), re.search(r"flags\s*:(.*)", text)
+        if clock is None or flag_line is None:
+            raise ValueError("no clock or flags line")
+        mhz, flags = float(clock.group(1)), flag_line.group(1)
+    except (OSError, ValueError):
         return {"flops": None, "reason": "/proc/cpuinfo does not give a clock and vector flags here"}
     if " avx512f" in flags:
         per_cycle, isa = 2 * 16 * 2, "AVX-512"

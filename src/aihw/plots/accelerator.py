@@ -23,7 +23,8 @@ def _axes(ax: Axes | None, figsize: tuple[float, float]) -> Axes:
     return ax
 
 
-def _box(ax: Axes, x: float, y: float, w: float, h: float, text: str, colour: str, *, size: str = "small") -> None:
+def _box(ax: Axes, x: float, y: float, w: float, h: float, text: str, colour: str | tuple[float, ...], *,
+         size: str = "small") -> None:
     ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.01,rounding_size=0.02", fc=colour,
                                 ec="black", lw=0.8))
     ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=size, wrap=True)
