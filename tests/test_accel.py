@@ -135,3 +135,11 @@ def test_pointer_chase_runs_or_says_why():
         pytest.skip(latency.compiler_status())
     r = latency.pointer_chase(1 << 16, 64, steps=1 << 14, repeats=2)
     assert 0 < r["ns"] <= r["high"]
+
+
+def test_nvml_without_gpu_says_why():
+    reading = power.read_energy(lambda: None, calls=1, source="nvml")
+    if not torch.cuda.is_available():
+        assert reading.joules is None and reading.reason
+    with pytest.raises(ValueError, match="source"):
+        power.read_energy(lambda: None, source="wattmeter")

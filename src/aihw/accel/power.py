@@ -62,10 +62,38 @@ def _read_rapl(files: list[str]) -> float:
     return total * 1e-6
 
 
-def read_energy(op: Callable[[], object], *, calls: int = 10) -> EnergyReading:
-    """Run ``op`` ``calls`` times between two reads of the CPU package energy counter (RAPL)."""
+def _nvml_energy(op: Callable[[], object], calls: int, device: int) -> EnergyReading:
+    try:
+        import pynvml
+        import torch
+    except ImportError:
+        return EnergyReading(None, 0.0, calls, "nvml", "pynvml is not installed (pip install nvidia-ml-py)")
+    if not torch.cuda.is_available():
+        return EnergyReading(None, 0.0, calls, "nvml", "no NVIDIA GPU here")
+    try:
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(device)
+        torch.cuda.synchronize(device)
+        start, before = time.perf_counter(), pynvml.nvmlDeviceGetTotalEnergyConsumption(handle)
+        for _ in range(calls):
+            op()
+        torch.cuda.synchronize(device)
+        after, seconds = pynvml.nvmlDeviceGetTotalEnergyConsumption(handle), time.perf_counter() - start
+    except pynvml.NVMLError as error:
+        return EnergyReading(None, 0.0, calls, "nvml", f"NVML cannot read the energy counter: {error}")
+    return EnergyReading((after - before) * 1e-3, seconds, calls, "nvml")
+
+
+def read_energy(op: Callable[[], object], *, calls: int = 10, source: str = "rapl", device: int = 0) -> EnergyReading:
+    """Run ``op`` ``calls`` times between two reads of an energy counter: ``source`` "rapl" (the CPU package)
+    or "nvml" (NVIDIA GPU ``device``; the GPU is synchronised before each read). NVML's counter updates every
+    few tens of milliseconds, so give it calls that last well over a second."""
     if isinstance(calls, bool) or not isinstance(calls, int) or calls < 1:
         raise ValueError(f"calls must be a positive integer, got {calls!r}")
+    if source not in ("rapl", "nvml"):
+        raise ValueError(f"source must be 'rapl' or 'nvml', got {source!r}")
+    if source == "nvml":
+        return _nvml_energy(op, calls, device)
     files, why = _rapl_files()
     start = time.perf_counter()
     if not files:
