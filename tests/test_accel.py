@@ -62,6 +62,9 @@ def test_triton_softmax_equals_torch_under_interpreter():
             "import torch\n"
             "x = torch.randn(9, 300) * 5\n"
             "torch.testing.assert_close(T.softmax(x), torch.softmax(x, -1))\n"
+            "from aihw.accel.fusion import chain\n"
+            "z = torch.randn(3, 1000)\n"
+            "torch.testing.assert_close(T.fused_chain(z, block=256), chain(z))\n"
             "try:\n    T.softmax(torch.randn(3))\nexcept ValueError as e:\n    print('bad input:', e)\n"
             "print('ok')\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}

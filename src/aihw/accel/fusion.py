@@ -2,8 +2,8 @@
 
 The chain ``y = tanh(relu(x * 1.5 + 0.5) * x)`` is five element-wise ops. Run eagerly, each op is its own kernel
 that reads its inputs from memory and writes its output back: 11 tensor passes of N elements (mul 2, add 2,
-relu 2, mul 3, tanh 2). Fused (``torch.compile``'s Inductor, or one Triton kernel on a GPU) it reads ``x`` once
-and writes ``y`` once: 2 passes. The prediction is bytes moved / the copy bandwidth measured here at the same
+relu 2, mul 3, tanh 2). Fused (``torch.compile``'s Inductor, or, on a GPU, the hand-written Triton kernel
+:func:`aihw.accel.triton_kernels.fused_chain`) it reads ``x`` once and writes ``y`` once: 2 passes. The prediction is bytes moved / the copy bandwidth measured here at the same
 size; the measurement is :func:`aihw.measure.timing.time_op`'s median with its spread.
 """
 
@@ -87,6 +87,11 @@ def fusion_experiment(cfg: FusionConfig = FusionConfig()) -> dict:
     variants = {"eager (unfused)": (chain, UNFUSED_PASSES)}
     if cfg.compile:
         variants["torch.compile (fused)"] = (compiled_chain(), FUSED_PASSES)
+    if cfg.device == "cuda":  # the hand-written kernel is timed only where it is compiled, not interpreted
+        from aihw.accel import triton_kernels
+
+        if triton_kernels.triton_status().startswith("ok"):
+            variants["Triton by hand (fused)"] = (triton_kernels.fused_chain, FUSED_PASSES)
     rows = []
     reference = chain(x)
     for name, (fn, passes) in variants.items():
