@@ -18,6 +18,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from aihw._validate import require_positive
+from aihw.measure.memory import _quiet_native_stderr
 from aihw.models.tinygpt import TinyGPT, TinyGPTConfig, random_batch
 
 CLASSES: dict[str, str] = {
@@ -105,7 +106,7 @@ def profile_step(cfg: ProfileConfig = ProfileConfig()) -> ProfileSummary:
     activities = [torch.profiler.ProfilerActivity.CPU]
     if torch.cuda.is_available():
         activities.append(torch.profiler.ProfilerActivity.CUDA)
-    with torch.profiler.profile(activities=activities) as prof:
+    with _quiet_native_stderr(), torch.profiler.profile(activities=activities) as prof:  # no C++ start/stop lines
         start = time.perf_counter()
         step()
         seconds = time.perf_counter() - start
