@@ -146,3 +146,11 @@ def test_nvml_without_gpu_says_why():
         assert reading.joules is None and reading.reason
     with pytest.raises(ValueError, match="source"):
         power.read_energy(lambda: None, source="wattmeter")
+
+
+def test_lone_noisy_points_do_not_make_plateaus():
+    sizes = 2.0 ** np.arange(12, 24)
+    bw = np.array([100, 100, 100, 160, 100, 100, 30, 30, 45, 30, 30, 30], float)
+    plateaus = hierarchy.detect_plateaus(sizes, bw)
+    assert len(plateaus) == 2 and sum(p["points"] for p in plateaus) == len(sizes)
+    assert plateaus[0]["bandwidth"] == 100 and plateaus[1]["bandwidth"] == 30

@@ -111,8 +111,9 @@ def detect_plateaus(sizes: list[float] | np.ndarray, bandwidth: list[float] | np
                     tolerance: float = 0.25) -> list[dict]:
     """Group consecutive points whose bandwidth stays within ``tolerance`` (relative) of the group's first point.
 
-    Returns one dict per plateau: ``start`` and ``end`` (sizes), ``bandwidth`` (median of the group) and
-    ``points``. A drop between two plateaus marks a cache level filling up; the first size of a new
+    A group of one point is merged into the neighbouring group closest in bandwidth (noise or a transition
+    point, not a level). Returns one dict per plateau: ``start`` and ``end`` (sizes), ``bandwidth`` (median of
+    the group) and ``points``. A drop between two plateaus marks a cache level filling up; the first size of a new
     plateau is about the size of the level that overflowed, times a small factor.
     """
     s, b = np.asarray(sizes, float), np.asarray(bandwidth, float)
@@ -121,10 +122,26 @@ def detect_plateaus(sizes: list[float] | np.ndarray, bandwidth: list[float] | np
     if np.any(b <= 0) or np.any(np.diff(s) <= 0):
         raise ValueError("bandwidth must be positive and sizes strictly increasing")
     require_positive("tolerance", tolerance)
-    plateaus, start = [], 0
+    groups, start = [], 0
     for i in range(1, len(s) + 1):
         if i == len(s) or abs(b[i] / np.median(b[start:i]) - 1) > tolerance:
-            plateaus.append({"start": float(s[start]), "end": float(s[i - 1]),
-                             "bandwidth": float(np.median(b[start:i])), "points": i - start})
+            groups.append([start, i])
             start = i
-    return plateaus
+    # a lone point is noise or a transition, not a level: merge it into the neighbour closest in log bandwidth
+    while len(groups) > 1 and any(hi - lo == 1 for lo, hi in groups):
+        k = next(j for j, (lo, hi) in enumerate(groups) if hi - lo == 1)
+        level = np.log(b[groups[k][0]])
+        candidates = [j for j in (k - 1, k + 1) if 0 <= j < len(groups)]
+        j = min(candidates, key=lambda j: abs(np.log(np.median(b[groups[j][0]:groups[j][1]])) - level))
+        lo, hi = min(groups[j][0], groups[k][0]), max(groups[j][1], groups[k][1])
+        groups[min(j, k)] = [lo, hi]
+        del groups[max(j, k)]
+    merged = [groups[0]]
+    for lo, hi in groups[1:]:  # neighbours left at the same level after the merges above become one
+        plo, phi = merged[-1]
+        if abs(np.median(b[lo:hi]) / np.median(b[plo:phi]) - 1) <= tolerance:
+            merged[-1] = [plo, hi]
+        else:
+            merged.append([lo, hi])
+    return [{"start": float(s[lo]), "end": float(s[hi - 1]), "bandwidth": float(np.median(b[lo:hi])),
+             "points": hi - lo} for lo, hi in merged]
