@@ -24,10 +24,10 @@ def _axes(ax: Axes | None, figsize: tuple[float, float]) -> Axes:
 
 
 def _box(ax: Axes, x: float, y: float, w: float, h: float, text: str, colour: str | tuple[float, ...], *,
-         size: str = "small") -> None:
+         size: str = "small", text_colour: str = "black") -> None:
     ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.01,rounding_size=0.02", fc=colour,
                                 ec="black", lw=0.8))
-    ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=size, wrap=True)
+    ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=size, wrap=True, color=text_colour)
 
 
 def _blank(ax: Axes, title: str) -> None:
@@ -95,7 +95,8 @@ def draw_hierarchy(levels: Sequence[Mapping], ax: Axes | None = None, *, title: 
         y = 0.95 - (i + 1) * 0.9 / n
         _box(ax, 0.5 - width / 2, y, width, 0.9 / n - 0.02,
              f"{level['name']}: {level['size']}" + (f"\n{level['note']}" if level.get("note") else ""),
-             plt.cm.Blues(0.25 + 0.6 * i / max(n - 1, 1)), size="x-small")
+             plt.cm.Blues(0.25 + 0.6 * i / max(n - 1, 1)), size="x-small",
+             text_colour="white" if i >= n / 2 else "black")
     return ax.figure
 
 
@@ -165,7 +166,7 @@ def plot_energy(bands: Mapping[str, Mapping[str, float]], *, on_chip: Mapping[st
     ax.bar(x, central, 0.6, yerr=err, capsize=4, color="C0", label="total (band: low-high prices)")
     if on_chip is not None:
         ax.bar(x, [on_chip[n] for n in names], 0.3, color="C1", label="on chip (central)")
-    ax.set_xticks(x, names, fontsize="small")
+    ax.set_xticks(x, [n.replace(" (", "\n(") for n in names], fontsize="small")
     ax.set_ylabel("energy per MAC (pJ, 45 nm)")
     ax.legend(fontsize="small")
     return ax.figure
