@@ -45,7 +45,7 @@ import matplotlib.pyplot as plt
 from aihw import systolic
 from aihw.accel import fusion, hierarchy, power, profile
 from aihw.catalogue import compare
-from aihw.exercises import check, check_choice
+from aihw.exercises import check, compare_prediction, reveal
 from aihw.plots import accelerator as plots
 from aihw.widgets import accelerator_lab
 
@@ -54,10 +54,12 @@ torch.set_num_threads(2)
 # %% [markdown]
 # ## 1. The memory hierarchy
 #
-# **Predict** (write it down): how many plateaus will the read bandwidth show between 16 KiB and 64 MiB, and
-# where will it drop? The OS's cache sizes are marked; each point is the best of 3 samples, the bar their spread.
+# **Predict** (record it in `my_ratio_prediction` below): how many times faster is reading a 16 KiB working set
+# than a 64 MiB one? How many plateaus, and where do they drop? The OS's cache sizes are marked; each point is the best of 3 samples, the bar their spread.
 
 # %%
+my_ratio_prediction = None  # predicted bandwidth at 16 KiB / bandwidth at 64 MiB
+
 sweep = hierarchy.bandwidth_sweep(hierarchy.SweepConfig(min_bytes=16 << 10, max_bytes=64 << 20,
                                                         bytes_per_point=16 << 20, repeats=3))
 caches = hierarchy.os_cache_sizes()
@@ -67,6 +69,7 @@ for p in plateaus:
     print(f"plateau {p['start'] / 1024:>9,.0f} - {p['end'] / 1024:>9,.0f} KiB: {p['bandwidth']:6.1f} GB/s")
 plots.plot_bandwidth_sweep(sweep, caches=caches, plateaus=plateaus)
 plt.show()
+display(compare_prediction("bandwidth ratio, 16 KiB / 64 MiB", my_ratio_prediction, sweep[0]["gbps"] / sweep[-1]["gbps"]))
 assert all(r["gbps"] > 0 for r in sweep) and len(plateaus) >= 1
 
 # %% [markdown]
@@ -171,18 +174,19 @@ answer_4 = None  # "compute" or "memory"
 share = compare.tensor_core_share("H100 SXM")["share"] * 100
 util = systolic.utilisation_sweep([1024], size=128, double_buffered=True)[0]["utilisation"] * 100
 moved = fusion.UNFUSED_PASSES * 4 * 2**20 / 1e6
-display(check(answer_1, share, rel_tol=0.01, unit="%", hint="bf16 peak / (bf16 peak + fp32 peak)."),
-        check(answer_2, util, rel_tol=0.01, unit="%", hint="n^3 / (cycles x 128^2); cycles from predicted_cycles."),
-        check(answer_3, moved, rel_tol=0.02, unit="MB", hint="11 passes of 4-byte elements."),
-        check_choice(answer_4, "memory", choices=("compute", "memory"),
-                     hint="Element-wise ops do about one FLOP per byte moved."))
+display(check(answer_1, share, rel_tol=0.01, unit="%", hint="Which two peaks does the catalogue give for the H100?"),
+        check(answer_2, util, rel_tol=0.01, unit="%",
+              hint="Utilisation = useful MACs / (cycles x PEs); `systolic.predicted_cycles` counts the cycles."),
+        check(answer_3, moved, rel_tol=0.02, unit="MB", hint="Count each op's reads and writes of a whole tensor."),
+        check(answer_4, "memory", choices=("compute", "memory"),
+              hint="Compare the FLOP an element-wise op does with the bytes it moves."))
 
 # %% [markdown]
-# ### Solutions (the checkers themselves are tested here)
+# ### Solutions
+#
+# Try every exercise first. Then `reveal(accelerator_lab.SOLUTIONS, n)` shows a worked solution for exercise `n`;
+# nothing is shown until you ask.
 
 # %%
-solutions = [check(share, share), check(util, util), check(moved, moved),
-             check_choice("memory", "memory", choices=("compute", "memory"))]
-assert all(s.ok for s in solutions), [str(s) for s in solutions]
-assert not check_choice("compute", "memory", choices=("compute", "memory")).ok
-print("all solutions check out")
+# reveal(accelerator_lab.SOLUTIONS, 1)
+assert all(str(reveal(accelerator_lab.SOLUTIONS, n)) for n in accelerator_lab.SOLUTIONS)  # they exist, not shown

@@ -86,3 +86,40 @@ def attention_explorer() -> W.VBox:
 
     button.on_click(lambda _: guarded_run(button, status, err, "measuring...", work))
     return W.VBox([W.HBox([seq, button]), status, err, table])
+
+
+# --- worked solutions of the lab's exercises (shown only through aihw.exercises.reveal) ---------------------
+
+def _worked_1() -> tuple[float, str]:
+    from aihw.catalogue import hardware
+
+    h100 = hardware.get_chip("H100 SXM")
+    tc, fp32 = h100.peak_flops("bf16"), h100.peak_flops("fp32")
+    value = 100 * tc / (tc + fp32)
+    return value, (f"tensor-core bf16 peak / (that + fp32 CUDA-core peak) = {tc / 1e12:,.1f} / ({tc / 1e12:,.1f} + "
+                   f"{fp32 / 1e12:.0f}) TFLOP/s = {value:.1f} %.")
+
+
+def _worked_2() -> tuple[float, str]:
+    n, size = 1024, 128
+    tiles = (n // size) ** 2                                    # T_k x T_n weight tiles
+    cycles = size + (n // size) * ((n // size) * (n + size - 2) + n)
+    value = 100 * n**3 / (cycles * size**2)
+    return value, (f"{tiles} weight tiles; with double buffering only the first {size}-cycle load is exposed: "
+                   f"cycles = N + T_k (T_n (M + N - 2) + N_cols) = {cycles:,}; utilisation = n^3 / (cycles N^2) = "
+                   f"{value:.1f} %.")
+
+
+def _worked_3() -> tuple[float, str]:
+    value = (2 + 2 + 2 + 3 + 2) * 4 * 2**20 / 1e6
+    return value, ("mul reads x and writes t (2 passes), add 2, relu 2, the second mul reads t and x and writes (3), "
+                   f"tanh 2: 11 passes x 4 bytes x 2^20 = {value:.1f} MB.")
+
+
+def _worked_4() -> tuple[str, str]:
+    return "memory", ("Element-wise and normalisation ops do about one FLOP per byte they move, far below any "
+                      "machine's ridge point: the step is memory-bound (and, for a model this small, overhead-bound).")
+
+
+WORKED = {1: _worked_1, 2: _worked_2, 3: _worked_3}   # numeric: tests/test_lab_solutions.py checks them
+SOLUTIONS = {n: (lambda f=f: f()[1]) for n, f in (*WORKED.items(), (4, _worked_4))}
