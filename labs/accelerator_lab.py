@@ -30,7 +30,7 @@
 try:
     import aihw  # noqa: F401  (imported to check it is installed)
 except ImportError:
-    # %pip install -q "aihw[labs] @ git+https://github.com/aihw-course/aihw"
+    # %pip install -q "aihw[labs] @ git+https://github.com/aihw-course/aihw@v0.1.0"  # the release this book is built from
     import aihw  # noqa: F401
 # Triton's interpreter (to run the custom kernel on a CPU) must be chosen before anything imports Triton:
 import torch
