@@ -24,28 +24,33 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from typing import Literal, get_args
 
 from aihw._validate import require_choice, require_in_range, require_positive
-from aihw.model_presets import ModelShape, get_preset
+from aihw.flops import RECOMPUTE_CHOICES, Recompute
+from aihw.model_presets import ModelShape, resolve_model
+from aihw.precision import get_format
 
-# Storage bytes per value. tf32 is a tensor-core input mode: values are stored as 32-bit floats.
-PRECISION_BYTES: dict[str, float] = {
-    "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1, "int8": 1, "int4": 0.5,
-}
+# The weight precisions the estimator offers, and their storage bytes per value from the registry of number
+# formats (aihw.precision; tf32 is a tensor-core input mode: values are stored as 32-bit floats).
+WEIGHT_PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "int8", "int4")
+PRECISION_BYTES: dict[str, float] = {name: get_format(name).bytes for name in WEIGHT_PRECISIONS}
 # Optimizer state in bytes per parameter (fp32 states). 8-bit Adam: two int8 moments + fp32 absmax per block.
 ADAM8BIT_BLOCK = 2048
-OPTIMIZER_STATE_BYTES: dict[str, float] = {
-    "sgd": 0, "sgd_momentum": 4, "adam": 8, "adamw": 8, "adam8bit": 2 + 2 * 4 / ADAM8BIT_BLOCK,
-}
+Optimizer = Literal["sgd", "sgd_momentum", "adam", "adamw", "adam8bit"]
+OPTIMIZERS: tuple[str, ...] = get_args(Optimizer)
+OPTIMIZER_STATE_BYTES: dict[str, float] = dict(zip(OPTIMIZERS, (0, 4, 8, 8, 2 + 2 * 4 / ADAM8BIT_BLOCK), strict=True))
 COMPONENTS = ("weights", "gradients", "optimizer", "master_weights", "activations", "kv_cache", "overhead")
-MODES = ("train", "infer")
-RECOMPUTE = ("none", "selective", "full")
+Mode = Literal["train", "infer"]
+MODES: tuple[str, ...] = get_args(Mode)
+ZeroStage = Literal[0, 1, 2, 3]
+ZERO_STAGES: tuple[int, ...] = get_args(ZeroStage)
 GB, GiB = 1e9, 2**30
 
 
 def activation_bytes_per_layer(*, seq: int, batch: int, hidden: int, heads: int, kv_dim: int | None = None,
                                mlp_saved_width: int | None = None, bytes_per_value: float = 2,
-                               dropout: bool = True, recompute: str = "none", tp: int = 1,
+                               dropout: bool = True, recompute: Recompute = "none", tp: int = 1,
                                sequence_parallel: bool = True) -> float:
     """Bytes one transformer layer saves for backward, counted as in Korthikanti et al. 2022, Sec. 4.
 
@@ -58,7 +63,7 @@ def activation_bytes_per_layer(*, seq: int, batch: int, hidden: int, heads: int,
     sequence-parallel variant divides everything by tp; without it the norms, QKV/MLP inputs and masks are
     replicated.
     """
-    require_choice("recompute", recompute, RECOMPUTE)
+    require_choice("recompute", recompute, RECOMPUTE_CHOICES)
     s, b, h, a = seq, batch, hidden, heads
     kv = h if kv_dim is None else kv_dim
     mlp = 8 * h if mlp_saved_width is None else mlp_saved_width
@@ -74,54 +79,60 @@ def activation_bytes_per_layer(*, seq: int, batch: int, hidden: int, heads: int,
     return split / tp + replicated + attention / tp
 
 
-def korthikanti_per_layer(*, seq: int, batch: int, hidden: int, heads: int, recompute: str = "none") -> float:
+def korthikanti_per_layer(*, seq: int, batch: int, hidden: int, heads: int, recompute: Recompute = "none") -> float:
     """The paper's closed forms (16-bit, dropout, tp=1): sbh(34 + 5as/h), sbh*34, 2sbh."""
     s, b, h, a = seq, batch, hidden, heads
     return {"none": s * b * h * (34 + 5 * a * s / h), "selective": 34 * s * b * h, "full": 2 * s * b * h}[
-        require_choice("recompute", recompute, RECOMPUTE)]
+        require_choice("recompute", recompute, RECOMPUTE_CHOICES)]
+
+
+def _weight_precision(name: str, value: str) -> str:
+    """The registry's name for ``value`` (aliases resolved), if the estimator offers it."""
+    return require_choice(name, get_format(value, name).name, WEIGHT_PRECISIONS)
 
 
 @dataclass(frozen=True)
 class MemoryConfig:
     """One sizing question: which model, which precision, training or serving, and how it is split."""
 
-    model: ModelShape | None = None  # architecture; None with ``params`` sizes model state only
+    model: ModelShape | None = None  # architecture (resolve a preset name with resolve_model); None: ``params``
     params: float | None = None  # parameter count when no architecture is given (e.g. 7e9)
-    precision: str = "bf16"  # weight precision (see PRECISION_BYTES)
-    mode: str = "train"  # "train" or "infer"
-    optimizer: str = "adamw"  # see OPTIMIZER_STATE_BYTES; ignored in inference
+    precision: str = "bf16"  # weight precision: one of WEIGHT_PRECISIONS, or an alias ("bfloat16")
+    mode: Mode = "train"
+    optimizer: Optimizer = "adamw"  # see OPTIMIZER_STATE_BYTES; ignored in inference
     master_weights: bool | None = None  # fp32 master copy; None: yes when training below 32 bits
     batch: int = 1  # micro-batch per data-parallel replica (training) or concurrent sequences (serving)
     seq: int | None = None  # tokens per sequence (serving: prompt + generated); None: the model's max_seq
-    recompute: str = "none"  # activation recomputation: "none", "selective", "full"
+    recompute: Recompute = "none"  # activation recomputation
     dropout: bool = False  # dropout masks saved (1 byte per value), as the paper assumes
-    zero: int = 0  # ZeRO stage 0-3 over the dp replicas
+    zero: ZeroStage = 0  # ZeRO stage over the dp replicas
     dp: int = 1  # data-parallel degree
     tp: int = 1  # tensor-parallel degree (must divide heads)
     pp: int = 1  # pipeline-parallel degree (must divide layers); 1F1B schedule assumed
     sequence_parallel: bool = True  # Megatron sequence parallelism alongside tp
-    kv_precision: str | None = None  # KV-cache precision; None: the activation precision
+    kv_precision: str | None = None  # KV-cache precision (as ``precision``); None: the activation precision
     overhead_fraction: float = 0.0  # framework overhead and temporaries, as a fraction of the rest
     overhead_bytes: float = 0.0  # fixed overhead per device (e.g. CUDA context), bytes
 
     def __post_init__(self) -> None:
         if (self.model is None) == (self.params is None):
-            raise ValueError("give exactly one of model (a ModelShape or preset) and params (a count such as 7e9)")
-        if isinstance(self.model, str):
-            object.__setattr__(self, "model", get_preset(self.model))
+            raise ValueError("give exactly one of model (a ModelShape) and params (a count such as 7e9)")
+        if self.model is not None and not isinstance(self.model, ModelShape):
+            raise ValueError(f"model must be a ModelShape (resolve_model({self.model!r}) makes one), "
+                             f"got {self.model!r}")
         if self.params is not None:
             require_positive("params", self.params)
-        require_choice("precision", self.precision, PRECISION_BYTES)
+        object.__setattr__(self, "precision", _weight_precision("precision", self.precision))
         require_choice("mode", self.mode, MODES)
-        require_choice("optimizer", self.optimizer, OPTIMIZER_STATE_BYTES)
-        require_choice("recompute", self.recompute, RECOMPUTE)
+        require_choice("optimizer", self.optimizer, OPTIMIZERS)
+        require_choice("recompute", self.recompute, RECOMPUTE_CHOICES)
         if self.kv_precision is not None:
-            require_choice("kv_precision", self.kv_precision, PRECISION_BYTES)
+            object.__setattr__(self, "kv_precision", _weight_precision("kv_precision", self.kv_precision))
         for name in ("batch", "dp", "tp", "pp"):
             require_positive(name, getattr(self, name), integer=True)
         if self.seq is not None:
             require_positive("seq", self.seq, integer=True)
-        if isinstance(self.zero, bool) or self.zero not in (0, 1, 2, 3):
+        if isinstance(self.zero, bool) or self.zero not in ZERO_STAGES:
             raise ValueError(f"zero stage must be 0, 1, 2 or 3, got {self.zero!r}")
         require_in_range("overhead_fraction", self.overhead_fraction, 0, 10)
         require_in_range("overhead_bytes", self.overhead_bytes, 0, math.inf, high_inclusive=False)
@@ -286,5 +297,8 @@ def estimate(config: MemoryConfig) -> MemoryEstimate:
 
 
 def estimate_memory(model: ModelShape | str | None = None, **kwargs) -> MemoryEstimate:
-    """Shortcut: ``estimate_memory("llama-2-7b", precision="bf16", mode="infer", batch=8)``."""
-    return estimate(MemoryConfig(model=model, **kwargs))
+    """Shortcut: ``estimate_memory("llama-2-7b", precision="bf16", mode="infer", batch=8)``.
+
+    ``model``: a ModelShape, a preset name or a model file (see :func:`aihw.model_presets.resolve_model`).
+    """
+    return estimate(MemoryConfig(model=None if model is None else resolve_model(model), **kwargs))

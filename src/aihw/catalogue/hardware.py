@@ -30,8 +30,10 @@ from aihw.catalogue.figures import (
     normalise_name,
     parse_figure,
 )
-from aihw.catalogue.figures import UNITS as UNITS  # re-exported: hardware.UNITS and .Figure stay public here
+from aihw.precision import get_format
 
+# The catalogue's precision columns, each a name in the registry of number formats (aihw.precision): "fp8" is
+# the E4M3/E5M2 tensor-core rate (one figure for both), "fp4" the E2M1 one.
 PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
 KINDS = ("gpu", "tpu")
 DIRECTIONS = ("bidirectional", "per-direction")
@@ -113,8 +115,8 @@ class Chip:
         return self.name.removeprefix(self.vendor + " ")
 
     def peak_flops(self, precision: str) -> float:
-        """Dense peak FLOP/s (op/s for int8) at ``precision``."""
-        require_choice("precision", precision, PRECISIONS)
+        """Dense peak FLOP/s (op/s for int8) at ``precision`` (a catalogue column or an alias: "BF16")."""
+        precision = catalogue_precision(precision)
         if precision not in self.flops:
             raise ValueError(f"{self.name} has no published dense {precision} peak; "
                              f"supported: {', '.join(self.flops)}")
@@ -142,6 +144,15 @@ class Chip:
             "power": self.power.to_dict() if self.power else None,
             "price": self.price.to_dict() if self.price else None,
         }
+
+
+def catalogue_precision(name: str) -> str:
+    """The catalogue column for a precision name or alias ("bf16", "BF16", "bfloat16" -> "bf16")."""
+    fmt = get_format(name)
+    for column in PRECISIONS:
+        if get_format(column) is fmt:
+            return column
+    raise ValueError(f"the hardware catalogue has no {fmt.name} figures; its precisions: {', '.join(PRECISIONS)}")
 
 
 # ---------------------------------------------------------------------------------------------- parsing

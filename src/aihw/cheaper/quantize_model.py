@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import warnings
 from collections.abc import Iterable
+from typing import Literal, get_args
 
 import torch
 from torch import nn
@@ -32,8 +33,10 @@ from aihw.cheaper.quantize import (
     quantized_size_bytes,
     sqnr_db,
 )
+from aihw.measure.device import fp8_matmul_support
 
-BACKENDS = ("auto", "torch.ao", "torchao")
+Backend = Literal["auto", "torch.ao", "torchao"]
+BACKENDS: tuple[str, ...] = get_args(Backend)
 
 
 def _linears(model: nn.Module) -> list[tuple[str, nn.Linear]]:
@@ -189,7 +192,7 @@ def _torchao_available() -> bool:
     return True
 
 
-def dynamic_int8(model: nn.Module, *, backend: str = "auto") -> tuple[nn.Module, str]:
+def dynamic_int8(model: nn.Module, *, backend: Backend = "auto") -> tuple[nn.Module, str]:
     """A copy of ``model`` whose Linears run **real** INT8 kernels on the CPU (dynamic activation quantization).
 
     ``backend``: "torch.ao" (``torch.ao.quantization.quantize_dynamic``; per-tensor int8 weights, fbgemm or
@@ -211,21 +214,6 @@ def dynamic_int8(model: nn.Module, *, backend: str = "auto") -> tuple[nn.Module,
 
         quantize_(model, Int8DynamicActivationInt8WeightConfig())
         return model, backend
-
-
-def fp8_matmul_support(device: torch.device | str = "cuda") -> str | None:
-    """None if ``device`` can run real FP8 matmuls (torch._scaled_mm on CUDA, capability ≥ 8.9), else why not."""
-    device = torch.device(device)
-    if device.type != "cuda":
-        return f"no FP8 matmul kernel on {device.type}: FP8 tensor cores need an NVIDIA GPU of compute capability ≥ 8.9"
-    if not torch.cuda.is_available():
-        return "no CUDA GPU is available"
-    if not hasattr(torch, "_scaled_mm"):
-        return f"this torch ({torch.__version__}) has no torch._scaled_mm"
-    cap = torch.cuda.get_device_capability(device)
-    if cap < (8, 9):
-        return f"{torch.cuda.get_device_name(device)} (capability {cap[0]}.{cap[1]}) has no FP8 tensor cores"
-    return None
 
 
 class Fp8Linear(nn.Module):
@@ -274,4 +262,4 @@ def fp8_model(model: nn.Module, *, device: torch.device | str = "cpu") -> tuple[
 
 
 __all__ = ["FakeQuantLinear", "quantize_weights", "calibrate", "post_training_quantize", "layer_errors",
-           "storage_bytes", "scheme_accuracies", "int8_speed_sweep", "dynamic_int8", "fp8_matmul_support", "Fp8Linear", "fp8_model", "BACKENDS"]
+           "storage_bytes", "scheme_accuracies", "int8_speed_sweep", "dynamic_int8", "Fp8Linear", "fp8_model", "BACKENDS"]

@@ -16,7 +16,6 @@ import numpy as np
 from aihw import roofline, systolic
 from aihw.catalogue import hardware
 from aihw.plots.gpus_vs_tpus import RooflinePlot, plot_roofline, plot_trace_step
-from aihw.precision import BYTES_PER_ELEMENT
 from aihw.report import markdown_table
 from aihw.widgets._common import error_box, figure_png, guarded_run, run_button, show_error, show_figure
 
@@ -59,7 +58,7 @@ def roofline_explorer(chips: Sequence[str] = DEFAULT_CHIPS, dtype: str = "bf16",
     names = [c.name for c in hardware.list_chips()]
     pick = W.SelectMultiple(options=names, value=tuple(hardware.get_chip(c).name for c in chips),
                             rows=6, description="chips")
-    dtype_box = W.Dropdown(options=[p for p in BYTES_PER_ELEMENT if p != "int4"], value=dtype, description="dtype")
+    dtype_box = W.Dropdown(options=list(hardware.PRECISIONS), value=dtype, description="dtype")
     dims = [W.IntText(value=v, description=d, layout=W.Layout(width="160px")) for d, v in zip("MNK", shape,
                                                                                              strict=True)]
     err, table, image = error_box(), W.HTML(), W.Image(format="png", layout=W.Layout(max_width="760px"))

@@ -18,9 +18,10 @@ import ipywidgets as W
 import matplotlib.pyplot as plt
 
 from aihw.catalogue import hardware
-from aihw.memory import GB, OPTIMIZER_STATE_BYTES, PRECISION_BYTES, RECOMPUTE, GiB, MemoryConfig, estimate
+from aihw.flops import RECOMPUTE_CHOICES
+from aihw.memory import GB, OPTIMIZER_STATE_BYTES, PRECISION_BYTES, GiB, MemoryConfig, estimate
 from aihw.memory_fit import devices_needed
-from aihw.model_presets import ModelShape, list_presets
+from aihw.model_presets import ModelShape, list_presets, resolve_model
 from aihw.plots.memory import COLOURS, plot_breakdown, plot_prediction_with_measurement
 from aihw.widgets._common import error_box, guarded_run, run_button, show_error, show_figure
 
@@ -34,7 +35,7 @@ def memory_view(*, model: str = "llama-2-7b", hidden: int = 64, layers: int = 2,
                 chip: str = "NVIDIA H100 SXM") -> dict:
     """Estimate for the control values; verdict against ``chip`` and the chips needed. Raises ValueError."""
     shape = (ModelShape("custom", hidden, layers, heads, vocab=vocab, max_seq=seq) if model == CUSTOM
-             else model)
+             else resolve_model(model))
     cfg = MemoryConfig(model=shape, precision=precision, mode=mode, optimizer=optimizer, batch=batch, seq=seq,
                        recompute=recompute, zero=zero, dp=dp, tp=tp, pp=pp)
     est = estimate(cfg)
@@ -166,7 +167,7 @@ def memory_explorer(model: str = "llama-2-7b", chip: str = "NVIDIA H100 SXM") ->
         "optimizer": W.Dropdown(options=list(OPTIMIZER_STATE_BYTES), value="adamw", description="optimizer"),
         "batch": W.BoundedIntText(value=1, min=1, max=10**5, description="batch"),
         "seq": W.BoundedIntText(value=1024, min=1, max=10**7, description="seq"),
-        "recompute": W.ToggleButtons(options=list(RECOMPUTE), value="none", description="recompute"),
+        "recompute": W.ToggleButtons(options=list(RECOMPUTE_CHOICES), value="none", description="recompute"),
         "zero": W.IntSlider(value=0, min=0, max=3, description="ZeRO"),
         "dp": W.BoundedIntText(value=1, min=1, max=10**5, description="DP"),
         "tp": W.BoundedIntText(value=1, min=1, max=1024, description="TP"),
