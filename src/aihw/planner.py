@@ -28,6 +28,7 @@ import math
 from dataclasses import dataclass, field
 
 from aihw import collective_cost as cc
+from aihw import flops
 from aihw._validate import require_in_range, require_positive
 from aihw.catalogue.hardware import get_chip
 from aihw.catalogue.networks import get_network
@@ -134,15 +135,6 @@ class Layout:
         return f"DP{self.dp} x TP{self.tp} x PP{self.pp}, ZeRO-{self.zero}, recompute {self.recompute}"
 
 
-def flops_per_token(m: ModelShape, seq: int, recompute: str = "none") -> tuple[float, float]:
-    """(model FLOPs, executed FLOPs) per trained token: forward + backward (+ recomputed forward)."""
-    matrices = m.layers * m.layer_params() + m.vocab * m.hidden  # the output projection is a matmul too
-    attention = 4 * m.layers * seq * m.hidden  # QK^T and AV, forward, per token
-    model = 6 * matrices + 3 * attention
-    extra = {"none": 0.0, "selective": attention, "full": 2 * m.layers * m.layer_params() + attention}
-    return model, model + extra[recompute]
-
-
 def _ring(n_bytes: float, ranks: int, *, group_stride: int, cluster: Cluster) -> float:
     """All-reduce time of a group of ``ranks`` whose members are ``group_stride`` ranks apart."""
     if ranks == 1 or n_bytes <= 0:
@@ -158,7 +150,8 @@ def _times(cfg: PlanConfig, dp: int, tp: int, pp: int, zero: int, recompute: str
     model, cl, s, b = cfg.model, cfg.cluster, cfg.tokens, cfg.micro_batch
     chip = get_chip(cl.chip)
     peak = chip.peak_flops(cfg.precision)
-    model_flops, executed = flops_per_token(model, s, recompute)
+    model_flops = flops.model_flops_per_token(model, s)
+    executed = flops.flops_per_token(model, s, recompute=recompute)
     tokens = cfg.global_batch * s
     compute = executed * tokens / (cl.devices * peak * cfg.mfu)
     act_bytes = 4 if PRECISION_BYTES[cfg.precision] == 4 else 2

@@ -2,7 +2,8 @@
 
 * Training compute of a dense transformer: C ≈ 6·N·D FLOP for N parameters and D tokens (Kaplan et al. 2020,
   §2.1: 2N per token forward, 4N backward; attention's context-dependent term is left out, which is accurate
-  while the model width is large compared with the context length).
+  while the model width is large compared with the context length). FLOPs per token of a given shape, with
+  both attention matmuls, come from the course's one FLOP model, :mod:`aihw.flops`.
 * Compute-optimal allocation: Hoffmann et al. 2022 ("Chinchilla"), approach 3, fitted loss
   L(N, D) = E + A / N^α + B / D^β with E = 1.69, A = 406.4, B = 410.7, α = 0.34, β = 0.28 (their eq. 10).
   Minimising L under C = 6ND gives N_opt = G·(C/6)^(β/(α+β)) and D_opt = (C/6) / N_opt, with
@@ -50,18 +51,6 @@ TOKENS_PER_PARAM_RULE_OF_THUMB = 20
 def training_flops(params: float, tokens: float) -> float:
     """6·N·D: forward (2N per token) plus backward (4N per token) FLOP of a dense transformer."""
     return 6 * require_positive("params", params) * require_positive("tokens", tokens)
-
-
-def flops_per_token(params: float, *, seq: int = 0, layers: int = 0, hidden: int = 0,
-                    training: bool = True) -> float:
-    """FLOP per token: 2N forward (+4N backward), plus attention's 2·layers·seq·hidden forward term when given.
-
-    The attention term is Kaplan et al. 2020's 2·n_layer·n_ctx·d_attn (forward), tripled for training.
-    """
-    require_positive("params", params)
-    attention = 2 * layers * seq * hidden
-    forward = 2 * params + attention
-    return 3 * forward if training else forward
 
 
 @dataclass(frozen=True)

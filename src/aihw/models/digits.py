@@ -13,8 +13,6 @@ import io
 import json
 import os
 import pickle
-import statistics
-import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -24,6 +22,7 @@ import torch
 from torch import nn
 
 from aihw._validate import require_in_range, require_positive
+from aihw.measure.timing import time_ops
 
 CACHE_FORMAT = 1  # bump when the saved layout or the training loop changes
 IN_FEATURES, CLASSES = 64, 10
@@ -217,21 +216,9 @@ def latencies(models: Mapping[str, nn.Module], x: torch.Tensor, *, repeats: int 
 
 
 def _latencies(models, x, repeats, warmup, min_sample_s) -> dict[str, float]:
-    loops = {}
-    for name, model in models.items():
-        for _ in range(warmup):
-            model(x)
-        start = time.perf_counter()
-        model(x)
-        loops[name] = max(1, int(min_sample_s / max(time.perf_counter() - start, 1e-7)))
-    samples: dict[str, list[float]] = {name: [] for name in models}
-    for _ in range(repeats):
-        for name, model in models.items():
-            start = time.perf_counter()
-            for _ in range(loops[name]):
-                model(x)
-            samples[name].append((time.perf_counter() - start) / loops[name])
-    return {name: statistics.median(s) for name, s in samples.items()}
+    ops = {name: (lambda m=model: m(x)) for name, model in models.items()}
+    timings = time_ops(ops, device=x.device, warmup=warmup, repeats=repeats, min_sample_s=min_sample_s)
+    return {name: t.median for name, t in timings.items()}
 
 
 def latency(model: nn.Module, x: torch.Tensor, **kwargs) -> float:
