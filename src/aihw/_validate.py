@@ -5,9 +5,16 @@ from __future__ import annotations
 import difflib
 import math
 from collections.abc import Iterable
+from typing import Literal, TypeVar, overload
+
+T = TypeVar("T")
 
 
-def require_positive(name: str, value: object, *, integer: bool = False) -> float | int:
+@overload
+def require_positive(name: str, value: object, *, integer: Literal[True]) -> int: ...
+@overload
+def require_positive(name: str, value: object, *, integer: Literal[False] = False) -> float: ...
+def require_positive(name: str, value: object, *, integer: bool = False) -> float:
     """Return ``value`` if it is a finite number > 0 (an int if ``integer``), else raise ValueError."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         kind = "a positive integer" if integer else "a positive number"
@@ -41,7 +48,7 @@ def close_matches(value: str, allowed: Iterable[str], n: int = 3) -> list[str]:
     return [lowered[h] for h in hits]
 
 
-def require_choice(name: str, value: object, allowed: Iterable[str]) -> str:
+def require_choice(name: str, value: T, allowed: Iterable[str]) -> T:
     """Return ``value`` if it is one of ``allowed``, else raise ValueError listing them and close matches."""
     allowed = list(allowed)
     if isinstance(value, str) and value in allowed:

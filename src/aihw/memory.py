@@ -44,7 +44,7 @@ COMPONENTS = ("weights", "gradients", "optimizer", "master_weights", "activation
 Mode = Literal["train", "infer"]
 MODES: tuple[str, ...] = get_args(Mode)
 ZeroStage = Literal[0, 1, 2, 3]
-ZERO_STAGES: tuple[int, ...] = get_args(ZeroStage)
+ZERO_STAGES: tuple[ZeroStage, ...] = get_args(ZeroStage)
 GB, GiB = 1e9, 2**30
 
 
@@ -148,8 +148,22 @@ class MemoryConfig:
             raise ValueError(f"tp={self.tp} and kv_heads={m.n_kv_heads} of {m.name} must divide one another")
 
     @property
+    def shape(self) -> ModelShape:
+        """The architecture; ValueError when only a parameter count was given."""
+        if self.model is None:
+            raise ValueError("this needs a model architecture (model=...), not only params")
+        return self.model
+
+    @property
+    def seq_len(self) -> int:
+        """Tokens per sequence: ``seq``, else the architecture's max_seq."""
+        return self.seq if self.seq is not None else self.shape.max_seq
+
+    @property
     def param_count(self) -> float:
-        return float(self.model.param_count()) if self.model is not None else float(self.params)
+        if self.model is not None:
+            return float(self.model.param_count())
+        return float(require_positive("params", self.params))
 
     @property
     def tokens(self) -> int | None:
@@ -222,7 +236,7 @@ def _stage_params(cfg: MemoryConfig) -> float:
 
 def _activations(cfg: MemoryConfig, *, tp: int) -> float:
     """Saved activations of the whole model (training) or one layer's live working set (inference), bytes."""
-    m, s, b = cfg.model, cfg.tokens, cfg.batch
+    m, s, b = cfg.shape, cfg.seq_len, cfg.batch
     if cfg.mode == "infer":  # residual stream in and out + the widest MLP intermediate; fused attention
         widest = (2 if m.gated_mlp else 1) * m.ffn_dim
         return cfg.activation_bytes_per_value * s * b * (2 * m.hidden + widest) / tp + 4 * b * m.vocab
@@ -237,10 +251,10 @@ def _activations(cfg: MemoryConfig, *, tp: int) -> float:
 
 
 def _kv_cache(cfg: MemoryConfig, *, tp: int, pp: int) -> float:
-    m = cfg.model
+    m = cfg.shape
     nbytes = PRECISION_BYTES[cfg.kv_precision] if cfg.kv_precision else cfg.activation_bytes_per_value
     kv_heads = max(1, m.n_kv_heads // tp)  # fewer kv heads than tp ranks: each rank keeps one
-    return 2 * (m.layers // pp) * kv_heads * m.head_dim * cfg.tokens * cfg.batch * nbytes
+    return 2 * (m.layers // pp) * kv_heads * m.head_dim * cfg.seq_len * cfg.batch * nbytes
 
 
 def _components(cfg: MemoryConfig, *, split: bool) -> dict[str, float]:

@@ -107,6 +107,7 @@ def prune_neurons(model: nn.Sequential, sparsity: float) -> nn.Sequential:
     positions = [i for i, m in enumerate(layers) if isinstance(m, nn.Linear)]
     for here, nxt in zip(positions[:-1], positions[1:], strict=True):
         layer, following = layers[here], layers[nxt]
+        assert isinstance(layer, nn.Linear) and isinstance(following, nn.Linear)
         keep_n = max(1, round(layer.out_features * (1 - sparsity)))
         keep = _neuron_scores(layer, following).topk(keep_n).indices.sort().values
         layers[here] = _slice_linear(layer, rows=keep)

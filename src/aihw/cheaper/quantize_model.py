@@ -230,6 +230,7 @@ class Fp8Linear(nn.Module):
         w = linear.weight.detach()
         self.real = real and w.shape[0] % 16 == 0 and w.shape[1] % 16 == 0
         self.w_qparams = choose_qparams(w, self.SCHEME)
+        self.w_fp8: torch.Tensor
         self.register_buffer("w_fp8", quantize(w, self.w_qparams))
         self.bias = None if linear.bias is None else nn.Parameter(linear.bias.detach().clone(), requires_grad=False)
 

@@ -7,7 +7,17 @@ import json
 
 from aihw.catalogue.hardware import get_chip
 from aihw.flops import RECOMPUTE_CHOICES
-from aihw.memory import COMPONENTS, GB, MODES, OPTIMIZERS, WEIGHT_PRECISIONS, GiB, MemoryConfig, estimate
+from aihw.memory import (
+    COMPONENTS,
+    GB,
+    MODES,
+    OPTIMIZERS,
+    WEIGHT_PRECISIONS,
+    ZERO_STAGES,
+    GiB,
+    MemoryConfig,
+    estimate,
+)
 from aihw.memory_fit import devices_needed
 from aihw.model_presets import list_presets, resolve_model
 
@@ -57,7 +67,7 @@ def _fit(cfg: MemoryConfig, chip_name: str) -> dict:
     per_device = estimate(cfg).per_device_bytes
     fit = {"chip": chip.name, "capacity_bytes": cap, "quoted": chip.memory.quoted, "fits": per_device <= cap}
     if cfg.mode == "train":
-        fit["devices_per_zero_stage"] = {str(z): devices_needed(cfg, cap, zero=z) for z in range(4)}
+        fit["devices_per_zero_stage"] = {str(z): devices_needed(cfg, cap, zero=z) for z in ZERO_STAGES}
     else:
         fit["devices_tensor_then_pipeline"] = devices_needed(cfg, cap)
     return fit

@@ -19,6 +19,7 @@ import os
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import torch
 
@@ -26,7 +27,8 @@ from aihw._validate import require_choice, require_positive
 from aihw.memory import MemoryConfig, activation_bytes_per_layer, estimate
 from aihw.models.tinygpt import TinyGPT, TinyGPTConfig, random_batch
 
-OPTIMIZERS = ("sgd", "sgd_momentum", "adam", "adamw")
+MeasuredOptimizer = Literal["sgd", "sgd_momentum", "adam", "adamw"]  # the torch.optim ones of memory.Optimizer
+OPTIMIZERS: tuple[str, ...] = get_args(MeasuredOptimizer)
 MEASURED = ("weights", "gradients", "optimizer", "activations")
 
 
@@ -37,7 +39,7 @@ class MeasureConfig:
     model: TinyGPTConfig = TinyGPTConfig()  # architecture and recomputation mode
     batch: int = 8  # sequences per step
     seq: int | None = None  # tokens per sequence; None: the model's seq_len
-    optimizer: str = "adamw"  # "sgd", "sgd_momentum", "adam", "adamw" (fp32 states)
+    optimizer: MeasuredOptimizer = "adamw"  # fp32 states
     device: str = "cpu"  # "cpu", "cuda" or "auto" (cuda when available)
     seed: int = 0  # parameter init and batch
 

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from functools import partial
 from typing import Literal, get_args
 
 import torch
@@ -224,7 +225,7 @@ def _measure_copies(device: torch.device, config: MeasureConfig, budget: _Budget
         elements = max(1, int(mib * 2**20) // 4)
         source = torch.rand(elements, device=device)
         target = torch.empty_like(source)
-        seconds = _time(lambda s=source, t=target: t.copy_(s), device, config, budget)
+        seconds = _time(partial(target.copy_, source), device, config, budget)
         if isinstance(seconds, str):
             skipped.append(f"copy {mib:g} MiB: {seconds}")
             continue

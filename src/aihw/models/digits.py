@@ -17,12 +17,15 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import torch
 from torch import nn
 
 from aihw._validate import require_in_range, require_positive
 from aihw.measure.timing import time_ops
+
+M = TypeVar("M", bound=nn.Module)
 
 CACHE_FORMAT = 1  # bump when the saved layout or the training loop changes
 IN_FEATURES, CLASSES = 64, 10
@@ -107,15 +110,16 @@ def torch_threads(threads: int | None) -> Iterator[None]:
 LossFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]  # (logits, x, y) -> loss
 
 
-def fit(model: nn.Module, data: Digits, config: TrainConfig, *, loss_fn: LossFn | None = None,
-        on_epoch: Callable[[int, float], None] | None = None, threads: int | None = 1) -> nn.Module:
+def fit(model: M, data: Digits, config: TrainConfig, *, loss_fn: LossFn | None = None,
+        on_epoch: Callable[[int, float], None] | None = None, threads: int | None = 1) -> M:
     """Train ``model`` in place with Adam; ``loss_fn(logits, x, y)`` defaults to cross-entropy.
 
     Seeded from ``config.seed`` without touching the global RNG. ``on_epoch(epoch, mean_loss)`` is a hook for
     live plots. ``threads``: see :func:`torch_threads`. Returns the model in eval mode.
     """
     with torch_threads(threads):
-        return _fit(model, data, config, loss_fn, on_epoch)
+        _fit(model, data, config, loss_fn, on_epoch)
+    return model
 
 
 def _fit(model, data, config, loss_fn, on_epoch) -> nn.Module:

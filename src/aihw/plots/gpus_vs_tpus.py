@@ -163,7 +163,7 @@ def plot_utilisation(result: SystolicResult, ax: Axes | None = None) -> Figure:
     ax.set_ylim(0, 1.05)
     ax.set_title(f"{cfg.size}x{cfg.size} array, {cfg.dataflow}: C {result.C.shape[0]}x{result.C.shape[1]}")
     ax.legend(loc="upper right", fontsize="small")
-    return ax.figure
+    return _figure_of(ax)
 
 
 def plot_access_counts(systolic_counts: AccessCounts, simt_counts: AccessCounts,
@@ -185,7 +185,7 @@ def plot_access_counts(systolic_counts: AccessCounts, simt_counts: AccessCounts,
     ax.set_xticks(x, [_LABELS[name] for name in ACCESS_FIELDS], fontsize="small")
     ax.set_ylabel("element accesses per MAC")
     ax.legend(fontsize="small")
-    return ax.figure
+    return _figure_of(ax)
 
 
 def plot_trace_step(trace: SystolicTrace, cycle: int, ax: Axes | None = None) -> Figure:
@@ -211,7 +211,14 @@ def plot_trace_step(trace: SystolicTrace, cycle: int, ax: Axes | None = None) ->
     fired = int(trace.fire[cycle].sum())
     ax.set_title(f"cycle {cycle} ({trace.phase[cycle]}, tile at {tuple(int(v) for v in trace.tile[cycle])}): "
                  f"{fired}/{size * size} PEs fire", fontsize="small")
-    return ax.figure
+    return _figure_of(ax)
+
+
+def _figure_of(ax: Axes) -> Figure:
+    """The top-level figure an axes is drawn on."""
+    fig = ax.get_figure(root=True)
+    assert isinstance(fig, Figure)
+    return fig
 
 
 def _fmt_value(v: complex) -> str:
@@ -220,4 +227,5 @@ def _fmt_value(v: complex) -> str:
         return "."
     if np.iscomplexobj(v):
         return f"{v:.2g}"
-    return f"{v:.0f}" if float(v).is_integer() else f"{v:.3g}"
+    x = float(v.real)
+    return f"{x:.0f}" if x.is_integer() else f"{x:.3g}"

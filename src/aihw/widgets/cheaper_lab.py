@@ -10,6 +10,7 @@ accuracy-size-latency chart. The work is done by plain functions (``quantization
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 
 import ipywidgets as W
 import matplotlib.pyplot as plt
@@ -17,7 +18,16 @@ from torch import nn
 
 from aihw._validate import require_choice
 from aihw.cheaper import distill, prune, quantize_model
-from aihw.cheaper.quantize import DTYPES, PerChannel, PerGroup, PerTensor, QuantScheme, choose_qparams, grid
+from aihw.cheaper.quantize import (
+    DTYPES,
+    Granularity,
+    PerChannel,
+    PerGroup,
+    PerTensor,
+    QuantScheme,
+    choose_qparams,
+    grid,
+)
 from aihw.models import digits
 from aihw.plots.cheaper import (
     plot_accuracy_bars,
@@ -34,8 +44,9 @@ GRANULARITIES = ("per-tensor", "per-channel", "per-group")
 def make_scheme(dtype: str, granularity: str, *, group_size: int = 32, symmetric: bool = True) -> QuantScheme:
     """A :class:`QuantScheme` from the widget's plain choices (ValueError on bad ones)."""
     require_choice("granularity", granularity, GRANULARITIES)
-    gran = {"per-tensor": PerTensor, "per-channel": lambda: PerChannel(0),
-            "per-group": lambda: PerGroup(group_size)}[granularity]()
+    makers: dict[str, Callable[[], Granularity]] = {
+        "per-tensor": PerTensor, "per-channel": lambda: PerChannel(0), "per-group": lambda: PerGroup(group_size)}
+    gran = makers[granularity]()
     return QuantScheme(dtype, gran, symmetric)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import ipywidgets as W
 import numpy as np
@@ -19,6 +20,9 @@ from aihw.plots.gpus_vs_tpus import RooflinePlot, plot_roofline, plot_trace_step
 from aihw.report import markdown_table
 from aihw.widgets._common import error_box, figure_png, guarded_run, run_button, show_error, show_figure
 
+if TYPE_CHECKING:
+    from aihw.measure.roofline import Dtype  # torch: imported only when the measurement panel is built
+
 DEFAULT_CHIPS = ("H100 SXM", "TPU v5e")
 
 
@@ -26,7 +30,8 @@ def roofline_report(chips: Sequence[str], dtype: str, m: int, n: int, k: int) ->
     """Estimates of an (m×k)·(k×n) matmul on each chip that supports ``dtype``, and an HTML summary table."""
     if not chips:
         raise ValueError("choose at least one chip")
-    estimates, rows = [], []
+    estimates: list = []
+    rows: list[dict[str, object]] = []
     for name in chips:
         chip = hardware.get_chip(name)
         if dtype not in chip.flops:
@@ -135,7 +140,7 @@ def measurement_report(measurement, dtype: str = "fp32") -> str:
             f"(read + write), ridge point {flops / bw:,.1f} FLOP/byte.")
 
 
-def measure_panel(chips: Sequence[str] = DEFAULT_CHIPS, dtype: str = "fp32", config=None) -> W.VBox:
+def measure_panel(chips: Sequence[str] = DEFAULT_CHIPS, dtype: Dtype = "fp32", config=None) -> W.VBox:
     """A button that measures this machine (a few seconds) and adds it to the roofline.
 
     ``config`` is an :class:`aihw.measure.roofline.MeasureConfig`; by default the standard sizes for ``dtype``.

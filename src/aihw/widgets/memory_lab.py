@@ -13,25 +13,39 @@ The builder :func:`memory_explorer` returns the widget. The work is in plain fun
 from __future__ import annotations
 
 import html
+from typing import TYPE_CHECKING
 
 import ipywidgets as W
 import matplotlib.pyplot as plt
 
 from aihw.catalogue import hardware
-from aihw.flops import RECOMPUTE_CHOICES
-from aihw.memory import GB, OPTIMIZER_STATE_BYTES, PRECISION_BYTES, GiB, MemoryConfig, estimate
+from aihw.flops import RECOMPUTE_CHOICES, Recompute
+from aihw.memory import (
+    GB,
+    OPTIMIZER_STATE_BYTES,
+    PRECISION_BYTES,
+    GiB,
+    MemoryConfig,
+    Mode,
+    Optimizer,
+    ZeroStage,
+    estimate,
+)
 from aihw.memory_fit import devices_needed
 from aihw.model_presets import ModelShape, list_presets, resolve_model
 from aihw.plots.memory import COLOURS, plot_breakdown, plot_prediction_with_measurement
 from aihw.widgets._common import error_box, guarded_run, run_button, show_error, show_figure
+
+if TYPE_CHECKING:
+    from aihw.measure.memory import MeasuredOptimizer  # torch: loaded only when a measurement is asked for
 
 CUSTOM = "custom (raw dims)"
 MEASURE_LIMITS = {"hidden": 512, "layers": 8, "seq": 1024, "batch": 32, "vocab": 4096}  # keeps a run < ~10 s
 
 
 def memory_view(*, model: str = "llama-2-7b", hidden: int = 64, layers: int = 2, heads: int = 4, vocab: int = 256,
-                precision: str = "bf16", mode: str = "train", optimizer: str = "adamw", batch: int = 1,
-                seq: int = 1024, recompute: str = "none", zero: int = 0, dp: int = 1, tp: int = 1, pp: int = 1,
+                precision: str = "bf16", mode: Mode = "train", optimizer: Optimizer = "adamw", batch: int = 1,
+                seq: int = 1024, recompute: Recompute = "none", zero: ZeroStage = 0, dp: int = 1, tp: int = 1, pp: int = 1,
                 chip: str = "NVIDIA H100 SXM") -> dict:
     """Estimate for the control values; verdict against ``chip`` and the chips needed. Raises ValueError."""
     shape = (ModelShape("custom", hidden, layers, heads, vocab=vocab, max_seq=seq) if model == CUSTOM
@@ -51,7 +65,7 @@ def memory_view(*, model: str = "llama-2-7b", hidden: int = 64, layers: int = 2,
 
 
 def measure_view(*, hidden: int, layers: int, heads: int, vocab: int, seq: int, batch: int,
-                 recompute: str = "none", optimizer: str = "adamw") -> list[dict]:
+                 recompute: Recompute = "none", optimizer: MeasuredOptimizer = "adamw") -> list[dict]:
     """Run the TinyGPT with these dims on this machine (fp32) and return predicted-vs-measured rows."""
     from aihw.measure.memory import MeasureConfig, compare  # torch loads only when a measurement is asked for
     from aihw.models.tinygpt import TinyGPTConfig
