@@ -29,12 +29,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import numpy as np
 
 from aihw._validate import require_choice, require_positive
 
-ALGORITHMS = ("naive", "ring", "tree", "recursive-doubling")
+Algorithm = Literal["naive", "ring", "tree", "recursive-doubling"]
+ALGORITHMS: tuple[str, ...] = get_args(Algorithm)
 # nccl-tests doc/PERFORMANCE.md: busbw = algbw * factor(n)
 BUS_FACTORS = {
     "all_reduce": lambda n: 2 * (n - 1) / n,

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 import numpy as np
 
@@ -53,7 +54,8 @@ from aihw.simt import AccessCounts, simt_matmul_counts
 __all__ = ["DATAFLOWS", "AccessCounts", "SystolicConfig", "SystolicResult", "SystolicTrace", "predicted_cycles",
            "simt_matmul_counts", "simulate", "trace"]
 
-DATAFLOWS = ("weight-stationary", "output-stationary")
+Dataflow = Literal["weight-stationary", "output-stationary"]
+DATAFLOWS: tuple[str, ...] = get_args(Dataflow)
 MAX_SIZE = 512          # PEs per side accepted by the simulator
 TRACE_MAX_SIZE = 8      # largest array whose per-cycle state `trace` will record
 TRACE_MAX_CYCLES = 20_000

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal, get_args
 
 from aihw._validate import close_matches, require_choice
 from aihw.catalogue.figures import (
@@ -35,9 +35,12 @@ from aihw.precision import get_format
 # The catalogue's precision columns, each a name in the registry of number formats (aihw.precision): "fp8" is
 # the E4M3/E5M2 tensor-core rate (one figure for both), "fp4" the E2M1 one.
 PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
-KINDS = ("gpu", "tpu")
-DIRECTIONS = ("bidirectional", "per-direction")
-SCOPES = ("chip", "link")
+Kind = Literal["gpu", "tpu"]
+KINDS: tuple[str, ...] = get_args(Kind)
+Direction = Literal["bidirectional", "per-direction"]
+DIRECTIONS: tuple[str, ...] = get_args(Direction)
+Scope = Literal["chip", "link"]
+SCOPES: tuple[str, ...] = get_args(Scope)
 
 _FIGURE_KEYS = FIGURE_KEYS
 _INTERCONNECT_KEYS = _FIGURE_KEYS | {"name", "links", "direction", "scope"}

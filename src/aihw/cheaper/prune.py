@@ -16,6 +16,7 @@ pruned weights at zero.
 from __future__ import annotations
 
 import copy
+from typing import Literal, get_args
 
 import torch
 from torch import nn
@@ -23,7 +24,8 @@ from torch.nn.utils import prune as torch_prune
 
 from aihw._validate import require_choice, require_in_range
 
-STRUCTURES = ("unstructured", "2:4", "neurons")
+Structure = Literal["unstructured", "2:4", "neurons"]
+STRUCTURES: tuple[str, ...] = get_args(Structure)
 
 
 def _linears(model: nn.Module) -> list[nn.Linear]:

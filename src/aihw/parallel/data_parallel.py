@@ -23,6 +23,7 @@ import os
 import sys
 import time
 from dataclasses import asdict, dataclass
+from typing import Literal, get_args
 
 import torch
 import torch.distributed as dist
@@ -33,7 +34,8 @@ from aihw._validate import require_choice, require_positive
 from aihw.measure.device import pick_backend
 from aihw.parallel.launch import LaunchConfig, RankContext, launch, launch_each, run_under_torchrun
 
-MODES = ("naive", "bucketed", "ddp")
+Mode = Literal["naive", "bucketed", "ddp"]
+MODES: tuple[str, ...] = get_args(Mode)
 CPU = torch.device("cpu")
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 

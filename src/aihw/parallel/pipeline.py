@@ -21,6 +21,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import numpy as np
 import torch
@@ -33,7 +34,8 @@ from aihw.parallel import p2p
 from aihw.parallel.layer_parallel import build_stages, split_layers, stage_grads, tie_gradients
 from aihw.pipeline_sim import TimelineEvent, bubble_fraction, peak_in_flight
 
-SCHEDULES = ("gpipe", "1f1b")
+Schedule = Literal["gpipe", "1f1b"]
+SCHEDULES: tuple[str, ...] = get_args(Schedule)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ state), and compared with :mod:`aihw.memory`'s estimate for the same parameter c
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import torch
 import torch.distributed as dist
@@ -29,7 +30,8 @@ from aihw.parallel.collectives import chunk_bounds, ring_all_gather, ring_reduce
 from aihw.parallel.data_parallel import DPConfig, digits_batch, make_model
 from aihw.parallel.launch import LaunchConfig, RankContext, launch_each
 
-METHODS = ("dp", "zero1", "fsdp")
+Method = Literal["dp", "zero1", "fsdp"]
+METHODS: tuple[str, ...] = get_args(Method)
 ZERO_STAGE = {"dp": 0, "zero1": 1, "fsdp": 3}
 
 

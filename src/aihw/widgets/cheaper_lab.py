@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable
+from typing import Literal, get_args
 
 import ipywidgets as W
 import matplotlib.pyplot as plt
@@ -38,7 +39,8 @@ from aihw.plots.cheaper import (
 )
 from aihw.widgets._common import error_box, guarded_run, run_button, show_error, show_figure
 
-GRANULARITIES = ("per-tensor", "per-channel", "per-group")
+GranularityName = Literal["per-tensor", "per-channel", "per-group"]
+GRANULARITIES: tuple[str, ...] = get_args(GranularityName)
 
 
 def make_scheme(dtype: str, granularity: str, *, group_size: int = 32, symmetric: bool = True) -> QuantScheme:
