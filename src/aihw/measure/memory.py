@@ -24,6 +24,7 @@ from typing import Literal, get_args
 import torch
 
 from aihw._validate import require_choice, require_positive
+from aihw.measure.tensors import SavedTensorCounter, storage_bytes
 from aihw.memory import MemoryConfig, activation_bytes_per_layer, estimate
 from aihw.models.tinygpt import TinyGPT, TinyGPTConfig, random_batch
 
@@ -57,15 +58,6 @@ class MeasureConfig:
         return self.model.seq_len if self.seq is None else self.seq
 
 
-def storage_bytes(tensors: Iterable[torch.Tensor]) -> int:
-    """Bytes of the distinct storages behind ``tensors`` (a view or a repeat costs nothing extra)."""
-    seen: dict[tuple, int] = {}
-    for t in tensors:
-        st = t.untyped_storage()
-        seen[(t.device, st.data_ptr())] = st.nbytes()
-    return sum(seen.values())
-
-
 def model_state_bytes(model: torch.nn.Module, optimizer: torch.optim.Optimizer | None = None) -> dict[str, int]:
     """Exact bytes of weights, gradients and optimizer state (moments + step counters) held right now."""
     params = list(model.parameters())
@@ -74,35 +66,6 @@ def model_state_bytes(model: torch.nn.Module, optimizer: torch.optim.Optimizer |
     return {"weights": storage_bytes(params),
             "gradients": storage_bytes(p.grad for p in params if p.grad is not None),
             "optimizer": storage_bytes(state)}
-
-
-class SavedTensorCounter:
-    """Context manager counting the bytes autograd saves for backward, each storage once."""
-
-    def __init__(self, model: torch.nn.Module) -> None:
-        self._exclude = {(t.device, t.untyped_storage().data_ptr())
-                         for t in (*model.parameters(), *model.buffers())}
-        self.storages: dict[tuple, int] = {}
-        self.saves = 0  # number of pack calls (a tensor saved twice counts twice here, once in bytes)
-
-    def _pack(self, t: torch.Tensor) -> torch.Tensor:
-        self.saves += 1
-        key = (t.device, t.untyped_storage().data_ptr())
-        if key not in self._exclude:
-            self.storages[key] = t.untyped_storage().nbytes()
-        return t
-
-    def __enter__(self) -> SavedTensorCounter:
-        self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, lambda t: t)
-        self._hooks.__enter__()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._hooks.__exit__(*exc)
-
-    @property
-    def bytes(self) -> int:
-        return sum(self.storages.values())
 
 
 def _device(name: str) -> torch.device:

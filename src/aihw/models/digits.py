@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 from aihw._validate import require_in_range, require_positive
+from aihw.measure.tensors import tensor_bytes
 from aihw.measure.timing import time_ops
 
 M = TypeVar("M", bound=nn.Module)
@@ -200,8 +201,7 @@ def size_bytes(model: nn.Module) -> int:
 
 def param_bytes(model: nn.Module) -> int:
     """Bytes of the parameters and buffers alone, as stored in memory (no file overhead)."""
-    tensors = [*model.parameters(), *model.buffers()]
-    return sum(t.numel() * t.element_size() for t in tensors)
+    return tensor_bytes([*model.parameters(), *model.buffers()])
 
 
 def latencies(models: Mapping[str, nn.Module], x: torch.Tensor, *, repeats: int = 15, warmup: int = 3,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import torch
@@ -37,7 +38,6 @@ class BenchConfig:
     budget_s: float = 0.15  # seconds of timed calls per point (after one warm-up call)
     min_iters: int = 2  # at least this many timed calls per point
     max_iters: int = 200  # at most this many
-    progress_path: str = ""  # if set, rank 0 appends one line per finished point (read by progress bars)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sizes_bytes", tuple(self.sizes_bytes))
@@ -96,15 +96,17 @@ def bench_worker(ctx: RankContext, config: BenchConfig) -> list[dict] | None:
                          "time_s": seconds, "iters": iters, "algbw": algbw,
                          "busbw": bus_bandwidth(algbw, ctx.world_size) if ctx.world_size > 1 else 0.0,
                          "backend": ctx.backend})
-            if ctx.rank == 0 and config.progress_path:
-                with open(config.progress_path, "a", encoding="utf-8") as handle:
-                    handle.write(f"{algorithm} {size}\n")
+            ctx.progress(f"{algorithm} {size}")
     return rows if ctx.rank == 0 else None
 
 
-def measure(config: BenchConfig = BenchConfig(), *, world_size: int = 2, timeout_s: float = 300.0) -> list[dict]:
-    """Run :func:`bench_worker` on ``world_size`` spawned ranks (one thread each); return rank 0's rows."""
-    return launch(bench_worker, config, config=LaunchConfig(world_size=world_size, timeout_s=timeout_s))[0]
+def measure(config: BenchConfig = BenchConfig(), *, world_size: int = 2, timeout_s: float = 300.0,
+            on_progress: Callable[[str], None] | None = None) -> list[dict]:
+    """Run :func:`bench_worker` on ``world_size`` spawned ranks (one thread each); return rank 0's rows.
+
+    ``on_progress(message)`` is called once per finished (algorithm, size) point."""
+    return launch(bench_worker, config, config=LaunchConfig(world_size=world_size, timeout_s=timeout_s),
+                  on_progress=on_progress)[0]
 
 
 def rows_for(rows: list[dict], algorithm: str) -> list[dict]:

@@ -7,6 +7,9 @@ Two ways to run the same module-level worker ``fn(ctx: RankContext, *args)``:
 * from a shell: ``torchrun --standalone --nproc-per-node 2 -m my_module`` where ``my_module`` ends with
   ``if __name__ == "__main__": run_under_torchrun(fn)``.
 
+A worker reports progress with ``ctx.progress("...")`` (rank 0's calls count); ``launch(..., on_progress=f)``
+calls ``f(message)`` in the parent as each report arrives, e.g. to move a progress bar.
+
 Each ``launch`` gets a fresh port on 127.0.0.1 chosen by the operating system (a TCPStore bound to port 0
 in the parent), so two runs at once never collide. Results travel back pickled, by value: return plain
 Python values or CPU tensors (call ``.cpu()`` on GPU tensors).
@@ -25,7 +28,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -80,6 +83,12 @@ class RankContext:
     local_rank: int  # rank on this machine (equal to rank for launch())
     backend: str  # "gloo" or "nccl"
     device: torch.device  # where this rank keeps tensors: cpu for gloo, cuda:local_rank for nccl
+    reports: Any = field(default=None, repr=False, compare=False)  # the launcher's queue; None under torchrun
+
+    def progress(self, message: str = "") -> None:
+        """Tell the launcher one piece of work is done (rank 0 reports; other ranks and torchrun: no-op)."""
+        if self.rank == 0 and self.reports is not None:
+            self.reports.put(("progress", self.rank, message))
 
 
 class WorkerError(RuntimeError):
@@ -184,7 +193,7 @@ def _child_main(fn_ref: tuple[str, str], args_blob: bytes, rank: int, world_size
         timeout = timedelta(seconds=timeout_s + CHILD_TIMEOUT_MARGIN_S)
         store = dist.TCPStore(HOST, store_port, is_master=False, timeout=timeout)
         dist.init_process_group(backend, store=store, rank=rank, world_size=world_size, timeout=timeout)
-        result = fn(RankContext(rank, world_size, rank, backend, device), *args)
+        result = fn(RankContext(rank, world_size, rank, backend, device, results), *args)
         try:
             report = ("ok", rank, pickle.dumps(result))
         except Exception as exc:
@@ -206,8 +215,11 @@ def _pickle_args(args: tuple) -> bytes:
         raise ValueError(f"the worker arguments must be picklable to reach the ranks: {exc}") from exc
 
 
-def launch(fn: Callable, *args: Any, config: LaunchConfig = LaunchConfig()) -> list:
+def launch(fn: Callable, *args: Any, config: LaunchConfig = LaunchConfig(),
+           on_progress: Callable[[str], None] | None = None) -> list:
     """Run ``fn(ctx, *args)`` in ``config.world_size`` spawned ranks; return their results, index = rank.
+
+    ``on_progress(message)`` runs here, in the parent, for each ``ctx.progress(message)`` of rank 0.
 
     Raises WorkerError (first failing rank, with its traceback) or WorkerTimeout; in every case, including
     KeyboardInterrupt, all ranks are stopped before this returns.
@@ -230,7 +242,7 @@ def launch(fn: Callable, *args: Any, config: LaunchConfig = LaunchConfig()) -> l
                       store.port, config.threads_per_rank, config.timeout_s, results, os.getpid()))
             process.start()
             processes.append(process)
-        outcome = _collect(processes, results, config.timeout_s)
+        outcome = _collect(processes, results, config.timeout_s, on_progress)
         finished = True
         return outcome
     finally:
@@ -239,7 +251,8 @@ def launch(fn: Callable, *args: Any, config: LaunchConfig = LaunchConfig()) -> l
         del store
 
 
-def _collect(processes: list, results: Any, timeout_s: float) -> list:
+def _collect(processes: list, results: Any, timeout_s: float,
+             on_progress: Callable[[str], None] | None = None) -> list:
     """Gather one report per rank until done, the first error, a silent death, or the deadline."""
     deadline = time.monotonic() + timeout_s
     values: dict[int, Any] = {}
@@ -252,6 +265,10 @@ def _collect(processes: list, results: Any, timeout_s: float) -> list:
             status, rank, payload = results.get(timeout=min(0.1, remaining))
         except queue.Empty:
             _check_silent_deaths(processes, values, dead_since)
+            continue
+        if status == "progress":
+            if on_progress is not None:
+                on_progress(payload)
             continue
         if status != "ok":
             _raise_silent_death(processes, values, reporter=rank, report=payload)
@@ -311,12 +328,13 @@ def _run_each(ctx: RankContext, worker: Callable, configs: tuple) -> list:
     return results
 
 
-def launch_each(worker: Callable, configs: tuple, *, config: LaunchConfig) -> list[list]:
+def launch_each(worker: Callable, configs: tuple, *, config: LaunchConfig,
+                on_progress: Callable[[str], None] | None = None) -> list[list]:
     """Run ``worker(ctx, c)`` for each ``c`` in ``configs`` inside ONE launch (one start-up for many runs).
 
     Returns ``result[i][rank]``: config i's result on ``rank``. ``worker`` must be module-level, as for launch.
     """
-    per_rank = launch(_run_each, worker, tuple(configs), config=config)
+    per_rank = launch(_run_each, worker, tuple(configs), config=config, on_progress=on_progress)
     return [[per_rank[rank][i] for rank in range(config.world_size)] for i in range(len(configs))]
 
 

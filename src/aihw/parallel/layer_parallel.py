@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from aihw._validate import require_positive
+from aihw.measure.tensors import tensor_bytes
 from aihw.models.tinygpt import TinyGPT, TinyGPTConfig, random_batch
 from aihw.parallel import p2p
 
@@ -197,13 +198,13 @@ class DeviceSplitModel:
             if s > 0:
                 x, seconds = _timed_move(outputs[-1].detach(), self.devices[s])
                 x.requires_grad_()
-                costs.append({"cut": s - 1, "direction": "forward", "bytes": p2p.tensor_bytes(x), "seconds": seconds})
+                costs.append({"cut": s - 1, "direction": "forward", "bytes": tensor_bytes(x), "seconds": seconds})
             inputs.append(x)
             outputs.append(stage(x, targets.to(self.devices[s]) if stage.last else None))
         outputs[-1].backward()
         for s in range(len(self.stages) - 1, 0, -1):
             grad, seconds = _timed_move(inputs[s].grad, self.devices[s - 1])
-            costs.append({"cut": s - 1, "direction": "backward", "bytes": p2p.tensor_bytes(grad), "seconds": seconds})
+            costs.append({"cut": s - 1, "direction": "backward", "bytes": tensor_bytes(grad), "seconds": seconds})
             outputs[s - 1].backward(grad)
         if len(self.stages) > 1:  # tied matrix: add the two copies' gradients on each side
             first, last = self.stages[0].embed.tok.weight, self.stages[-1].head.out.weight

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
+from aihw.measure.tensors import tensor_bytes
+
 
 @dataclass(frozen=True)
 class Transfer:
@@ -38,11 +40,6 @@ class PendingSend:
 
     work: dist.Work
     payload: torch.Tensor
-
-
-def tensor_bytes(tensor: torch.Tensor) -> int:
-    """Bytes of a tensor's elements (numel x element size)."""
-    return tensor.numel() * tensor.element_size()
 
 
 def send(tensor: torch.Tensor, *, dst: int, tag: str, micro_batch: int) -> tuple[PendingSend, Transfer]:

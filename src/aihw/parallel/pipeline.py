@@ -28,7 +28,7 @@ import torch
 import torch.distributed as dist
 
 from aihw._validate import require_choice, require_positive
-from aihw.measure.memory import SavedTensorCounter
+from aihw.measure.tensors import SavedTensorCounter
 from aihw.models.tinygpt import TinyGPTConfig, random_batch
 from aihw.parallel import p2p
 from aihw.parallel.layer_parallel import build_stages, split_layers, stage_grads, tie_gradients

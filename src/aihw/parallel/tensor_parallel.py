@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from aihw._validate import require_positive
+from aihw.measure.tensors import tensor_bytes
 from aihw.models.tinygpt import MLP, Block, CausalSelfAttention, TinyGPTConfig
 
 
@@ -36,7 +37,7 @@ class CommLog:
     def all_reduce(self, tensor: torch.Tensor, phase: str) -> torch.Tensor:
         start = time.perf_counter()
         dist.all_reduce(tensor, group=self.group)
-        self.calls.append((phase, tensor.numel() * tensor.element_size(), time.perf_counter() - start))
+        self.calls.append((phase, tensor_bytes(tensor), time.perf_counter() - start))
         return tensor
 
     def totals(self) -> dict:

@@ -25,6 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from aihw._validate import require_choice, require_positive
+from aihw.measure.tensors import tensor_bytes
 from aihw.memory import MemoryConfig, estimate
 from aihw.parallel.collectives import chunk_bounds, ring_all_gather, ring_reduce_scatter
 from aihw.parallel.data_parallel import DPConfig, digits_batch, make_model
@@ -57,17 +58,9 @@ class ZeroConfig:
         return DPConfig(steps=self.steps, global_batch=self.global_batch, hidden=self.hidden, seed=self.seed)
 
 
-def _tensor_bytes(tensors) -> int:
-    total = 0
-    for t in tensors:
-        local = t.to_local() if hasattr(t, "to_local") else t  # DTensor: count this rank's shard only
-        total += local.numel() * local.element_size()
-    return total
-
-
 def state_bytes(optimizer: torch.optim.Optimizer) -> int:
     """Bytes of every tensor in the optimizer state (moments and step counters) on this rank."""
-    return _tensor_bytes(v for state in optimizer.state.values() for v in state.values()
+    return tensor_bytes(v for state in optimizer.state.values() for v in state.values()
                          if isinstance(v, torch.Tensor))
 
 
@@ -146,12 +139,12 @@ def zero_worker(ctx: RankContext | None, config: ZeroConfig) -> dict:
         optimizer.zero_grad()
         loss = F.cross_entropy(model(x), y)
         loss.backward()
-        grads_bytes = _tensor_bytes(p.grad for p in model.parameters())
+        grads_bytes = tensor_bytes(p.grad for p in model.parameters())
         _sync_dp(model, config.method, world_size)
         optimizer.step()
         losses.append(float(loss.item()))
     opt_bytes = optimizer.state_bytes() if isinstance(optimizer, ZeroOneAdamW) else state_bytes(optimizer)
-    measured = {"weights": _tensor_bytes(model.parameters()), "gradients": grads_bytes, "optimizer": opt_bytes}
+    measured = {"weights": tensor_bytes(model.parameters()), "gradients": grads_bytes, "optimizer": opt_bytes}
     return {"rank": rank, "world_size": world_size, "method": config.method, "losses": losses,
             "state": _full_state(model), "measured": measured,
             "params": sum(p.numel() for p in make_model(config.data()).parameters())}
