@@ -28,6 +28,12 @@ def tensor_bytes(tensors: torch.Tensor | Iterable[torch.Tensor | None]) -> int:
     return total
 
 
+def grad_of(param: torch.Tensor) -> torch.Tensor:
+    """``param.grad``, which a backward pass has filled (AssertionError if it has not)."""
+    assert param.grad is not None, "a parameter got no gradient: was backward run?"
+    return param.grad
+
+
 def storage_bytes(tensors: Iterable[torch.Tensor]) -> int:
     """Bytes of the distinct storages behind ``tensors`` (a view or a repeat costs nothing extra)."""
     seen: dict[tuple, int] = {}

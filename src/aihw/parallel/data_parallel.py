@@ -33,7 +33,7 @@ from torch import nn
 
 from aihw._validate import require_choice, require_positive
 from aihw.measure.device import pick_backend
-from aihw.measure.tensors import tensor_bytes
+from aihw.measure.tensors import grad_of, tensor_bytes
 from aihw.parallel.launch import LaunchConfig, RankContext, launch, launch_each, run_under_torchrun
 
 Mode = Literal["naive", "bucketed", "ddp"]
@@ -91,7 +91,7 @@ def digits_batch(step: int, config: DPConfig, *, rank: int = 0, world_size: int 
     return features[index].to(DTYPES[config.dtype]), labels[index]
 
 
-def make_model(config: DPConfig) -> nn.Module:
+def make_model(config: DPConfig) -> nn.Sequential:
     """MLP 64 -> hidden -> hidden -> 10, initialised from ``config.seed`` (identical on every rank)."""
     torch.manual_seed(config.seed)
     model = nn.Sequential(nn.Linear(64, config.hidden), nn.ReLU(), nn.Linear(config.hidden, config.hidden),
@@ -127,7 +127,7 @@ class BucketedGradSync:
             size += tensor_bytes(param)
         self.bucket_of = {id(p): i for i, bucket in enumerate(self.buckets) for p in bucket}
         self.ready = [0] * len(self.buckets)
-        self.pending: list[tuple[int, torch.Tensor, object]] = []
+        self.pending: list[tuple[int, torch.Tensor, dist.Work]] = []
         self.hooks = [p.register_post_accumulate_grad_hook(self._on_grad_ready)
                       for bucket in self.buckets for p in bucket]
 
@@ -135,8 +135,10 @@ class BucketedGradSync:
         index = self.bucket_of[id(param)]
         self.ready[index] += 1
         if self.ready[index] == len(self.buckets[index]):
-            flat = torch.cat([p.grad.reshape(-1) for p in self.buckets[index]])
-            self.pending.append((index, flat, dist.all_reduce(flat, async_op=True)))
+            flat = torch.cat([grad_of(p).reshape(-1) for p in self.buckets[index]])
+            handle = dist.all_reduce(flat, async_op=True)
+            assert handle is not None  # async_op=True always returns a handle
+            self.pending.append((index, flat, handle))
 
     def finish(self) -> None:
         """Wait for every bucket's all-reduce, average, and copy the result into ``param.grad``."""
@@ -146,7 +148,7 @@ class BucketedGradSync:
             flat /= world_size
             offset = 0
             for param in self.buckets[index]:
-                param.grad.copy_(flat[offset:offset + param.numel()].view_as(param))
+                grad_of(param).copy_(flat[offset:offset + param.numel()].view_as(param))
                 offset += param.numel()
         if len(self.pending) != len(self.buckets):
             raise RuntimeError(f"only {len(self.pending)} of {len(self.buckets)} buckets were reduced: "
@@ -188,7 +190,7 @@ def train_worker(ctx: RankContext, config: DPConfig) -> dict:
     """
     model = make_model(config).to(ctx.device)
     net: nn.Module = model
-    sync = functools.partial(all_reduce_gradients, model)
+    sync: Callable[[], None] = functools.partial(all_reduce_gradients, model)
     if config.mode == "bucketed":
         sync = BucketedGradSync(model, config.bucket_bytes).finish
     elif config.mode == "ddp":

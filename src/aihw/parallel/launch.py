@@ -36,7 +36,7 @@ import torch
 import torch.distributed as dist
 
 from aihw._validate import require_choice, require_positive
-from aihw.measure.device import BACKEND_CHOICES, pick_backend
+from aihw.measure.device import BACKEND_CHOICES, Backend, pick_backend
 
 HOST = "127.0.0.1"  # every rank runs on this machine
 DEFAULT_MAX_WORLD_SIZE = 16  # each rank is a whole Python process with torch loaded
@@ -60,7 +60,7 @@ class LaunchConfig:
     """How to run one multi-process experiment on this machine."""
 
     world_size: int = 2  # number of ranks (processes), 1..max_world_size
-    backend: str = "auto"  # "auto" | "gloo" | "nccl"; see aihw.measure.device.pick_backend
+    backend: Backend = "auto"  # see aihw.measure.device.pick_backend
     timeout_s: float = 60.0  # wall-clock seconds for the whole run, start-up included (~2-5 s per rank)
     threads_per_rank: int = 1  # torch intra-op threads per rank; keep ranks x threads <= CPU cores
     max_world_size: int = DEFAULT_MAX_WORLD_SIZE  # guard against typos such as world_size=200
@@ -338,7 +338,7 @@ def launch_each(worker: Callable, configs: tuple, *, config: LaunchConfig,
     return [[per_rank[rank][i] for rank in range(config.world_size)] for i in range(len(configs))]
 
 
-def run_under_torchrun(fn: Callable, *args: Any, backend: str = "auto") -> object:
+def run_under_torchrun(fn: Callable, *args: Any, backend: Backend = "auto") -> Any:
     """Run ``fn(ctx, *args)`` in a process started by torchrun (which sets RANK, WORLD_SIZE, ...).
 
     For ``if __name__ == "__main__": run_under_torchrun(fn)`` at the end of an experiment module. The process

@@ -48,6 +48,7 @@ def send(tensor: torch.Tensor, *, dst: int, tag: str, micro_batch: int) -> tuple
     start = time.perf_counter()
     work = dist.isend(payload, dst)
     end = time.perf_counter()
+    assert work is not None  # point-to-point calls always return a handle
     return PendingSend(work, payload), Transfer("send", dst, tag, micro_batch, tensor_bytes(payload), start, end)
 
 

@@ -28,11 +28,11 @@ import torch
 import torch.distributed as dist
 
 from aihw._validate import require_choice, require_positive
-from aihw.measure.tensors import SavedTensorCounter
+from aihw.measure.tensors import SavedTensorCounter, grad_of
 from aihw.models.tinygpt import TinyGPTConfig, random_batch
 from aihw.parallel import p2p
 from aihw.parallel.layer_parallel import build_stages, split_layers, stage_grads, tie_gradients
-from aihw.pipeline_sim import TimelineEvent, bubble_fraction, peak_in_flight
+from aihw.pipeline_sim import TimelineEvent, bubble_fraction, peak_in_flight, simulate
 
 Schedule = Literal["gpipe", "1f1b"]
 SCHEDULES: tuple[str, ...] = get_args(Schedule)
@@ -68,8 +68,12 @@ class StageRunner:
         idx, targets = random_batch(cfg.model, cfg.batch, seed=cfg.seed)
         self.idx, self.targets = idx.chunk(cfg.micro_batches), targets.chunk(cfg.micro_batches)
         self.shape = (cfg.micro_batch_size, cfg.model.seq_len, cfg.model.width)
-        self.inputs, self.outputs, self.saved = {}, {}, {}
-        self.events, self.transfers, self.pending = [], [], []
+        self.inputs: dict[int, torch.Tensor] = {}  # micro-batch -> the stage's input (kept for backward)
+        self.outputs: dict[int, torch.Tensor] = {}
+        self.saved: dict[int, int] = {}  # micro-batch -> bytes autograd saved in its forward
+        self.events: list[TimelineEvent] = []
+        self.transfers: list[p2p.Transfer] = []
+        self.pending: list[p2p.PendingSend] = []
         self.loss, self.live_bytes, self.peak_bytes, self.peak_in_flight = 0.0, 0, 0, 0
         self.cpu_s = 0.0  # thread CPU seconds spent in forward and backward
 
@@ -112,7 +116,7 @@ class StageRunner:
         self.live_bytes -= self.saved[i]
         x = self.inputs.pop(i)
         if self.rank > 0:
-            self._send(*p2p.send_backward(x.grad, rank=self.rank, micro_batch=i))
+            self._send(*p2p.send_backward(grad_of(x), rank=self.rank, micro_batch=i))
 
     def _send(self, pending: p2p.PendingSend, record: p2p.Transfer) -> None:
         self.pending.append(pending)
@@ -192,6 +196,7 @@ def pipeline_worker(ctx, configs: Sequence[PipelineConfig]) -> list[StageRun]:
                 runner, best = candidate, length
         tie_gradients(stage, rank=ctx.rank, world_size=ctx.world_size)
         last = ctx.rank == ctx.world_size - 1
+        assert runner is not None  # cfg.steps >= 1
         runs.append(StageRun(ctx.rank, cfg, tuple(runner.events), tuple(runner.transfers), runner.origin,
                              runner.loss if last else None, runner.peak_in_flight, runner.peak_bytes,
                              runner.saved[0], stage_grads(stage), runner.cpu_s))
@@ -259,12 +264,10 @@ def summary(runs: Sequence[StageRun]) -> dict:
     ``cpu_per_wall`` (CPU seconds over wall seconds of all compute: below 1, ranks waited for a core) and
     ``bubble_simulated_cpu`` (the simulator fed with CPU seconds: each stage on a core of its own).
     """
-    from aihw.pipeline_sim import simulate
-
     cfg, p = runs[0].config, len(runs)
     m = cfg.micro_batches
     fwd, bwd = stage_times(runs)
-    sim = simulate(cfg.schedule, p, m, forward_s=fwd, backward_s=bwd)
+    sim = simulate(cfg.schedule, p, m, forward_s=fwd.tolist(), backward_s=bwd.tolist())
     predicted = [peak_in_flight(cfg.schedule, p, m, r.rank) for r in runs]
     per_stage = fwd + bwd
     cpu_share = np.array([r.compute_cpu_s for r in runs]) / (m * per_stage)  # per rank, CPU / wall
@@ -309,7 +312,7 @@ def torch_pipelining_worker(ctx, cfg: PipelineConfig) -> dict:
     schedule = schedule_class(pipe_stage, cfg.micro_batches, loss_fn=loss_fn)  # scales grads by 1/m
     idx, targets = random_batch(cfg.model, cfg.batch, seed=cfg.seed)
     last = ctx.rank == ctx.world_size - 1
-    best, losses = float("inf"), []
+    best, losses = float("inf"), list[torch.Tensor]()
     for _ in range(cfg.steps):
         stage.zero_grad(set_to_none=True)
         losses = []

@@ -25,15 +25,15 @@ import torch.nn.functional as F
 from torch import nn
 
 from aihw._validate import require_choice, require_positive
-from aihw.measure.tensors import tensor_bytes
-from aihw.memory import MemoryConfig, estimate
+from aihw.measure.tensors import grad_of, tensor_bytes
+from aihw.memory import MemoryConfig, ZeroStage, estimate
 from aihw.parallel.collectives import chunk_bounds, ring_all_gather, ring_reduce_scatter
 from aihw.parallel.data_parallel import DPConfig, digits_batch, make_model
 from aihw.parallel.launch import LaunchConfig, RankContext, launch_each
 
 Method = Literal["dp", "zero1", "fsdp"]
 METHODS: tuple[str, ...] = get_args(Method)
-ZERO_STAGE = {"dp": 0, "zero1": 1, "fsdp": 3}
+ZERO_STAGE: dict[str, ZeroStage] = {"dp": 0, "zero1": 1, "fsdp": 3}
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ class ZeroOneAdamW:
 
     def step(self) -> None:
         """Reduce-scatter the gradients, update this rank's chunk, all-gather the new weights."""
-        flat = torch.cat([q.grad.reshape(-1) for q in self.params])
+        flat = torch.cat([grad_of(q).reshape(-1) for q in self.params])
         start, end = ring_reduce_scatter(flat)
         assert (start, end) == (self.start, self.end)
         self.shard.grad = flat[start:end] / dist.get_world_size()
@@ -116,8 +116,9 @@ def _build(config: ZeroConfig, world_size: int):
 def _sync_dp(model: nn.Module, method: str, world_size: int) -> None:
     if method == "dp" and world_size > 1:
         for param in model.parameters():
-            dist.all_reduce(param.grad)
-            param.grad /= world_size
+            grad = grad_of(param)
+            dist.all_reduce(grad)
+            grad /= world_size
 
 
 def _full_state(model: nn.Module) -> dict[str, torch.Tensor]:
