@@ -34,6 +34,8 @@ from typing import Literal, get_args
 import numpy as np
 
 from aihw._validate import require_choice, require_positive
+from aihw.catalogue.hardware import get_chip
+from aihw.catalogue.networks import get_network
 
 Algorithm = Literal["naive", "ring", "tree", "recursive-doubling"]
 ALGORITHMS: tuple[str, ...] = get_args(Algorithm)
@@ -174,8 +176,6 @@ def link_from_chip(chip_name: str, *, alpha_s: float = DEFAULT_CHIP_ALPHA_S) -> 
     For an NVSwitch node every GPU can send at this rate to the others. For a TPU torus it sums all ICI
     ports, an upper bound: one ring uses only some of them (a 2D/3D all-reduce runs rings on every axis).
     """
-    from aihw.catalogue.hardware import get_chip
-
     chip = get_chip(chip_name)
     if chip.interconnect is None:
         raise ValueError(f"{chip.name} has no interconnect figure in the catalogue")
@@ -185,8 +185,6 @@ def link_from_chip(chip_name: str, *, alpha_s: float = DEFAULT_CHIP_ALPHA_S) -> 
 
 def network_link(network: str, *, alpha_s: float = DEFAULT_NETWORK_ALPHA_S) -> LinkModel:
     """An inter-node port (InfiniBand NDR/HDR, 100/400 GbE) from ``data/networks.toml``, per direction."""
-    from aihw.catalogue.networks import get_network
-
     net = get_network(network)
     return LinkModel(alpha_s, net.bandwidth_bytes_per_s, name=net.name)
 

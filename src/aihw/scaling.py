@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aihw._validate import require_in_range, require_positive
+from aihw.catalogue.hardware import get_chip
 
 
 @dataclass(frozen=True)
@@ -73,8 +74,6 @@ class TrainingRun:
 
 def training_run(flops: float, chip, *, chips: int, mfu: float, precision: str = "bf16") -> TrainingRun:
     """Wall-clock time, chip-hours and (list-price) cost of a training run on a catalogue chip."""
-    from aihw.catalogue.hardware import get_chip
-
     require_positive("flops", flops)
     require_positive("chips", chips, integer=True)
     require_in_range("mfu", mfu, 0, 1, low_inclusive=False)

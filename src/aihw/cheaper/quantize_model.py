@@ -34,6 +34,7 @@ from aihw.cheaper.quantize import (
     sqnr_db,
 )
 from aihw.measure.device import fp8_matmul_support
+from aihw.models.digits import IN_FEATURES, accuracy, latencies, make_mlp
 
 Backend = Literal["auto", "torch.ao", "torchao"]
 BACKENDS: tuple[str, ...] = get_args(Backend)
@@ -155,8 +156,6 @@ def scheme_accuracies(model: nn.Module, data, schemes: Iterable[QuantScheme]) ->
 
     ``data`` is an :class:`aihw.models.digits.Digits`.
     """
-    from aihw.models.digits import accuracy
-
     return [{"scheme": s.label(), "bits": s.bits, "accuracy": accuracy(quantize_weights(model, s), data.x_test,
                                                                        data.y_test),
              "size_bytes": storage_bytes(model, s)} for s in schemes]
@@ -168,8 +167,6 @@ def int8_speed_sweep(*, widths: Iterable[int] = (256, 1024), batches: Iterable[i
 
     The weights are random (latency depends on shapes, not values), so no training is needed.
     """
-    from aihw.models.digits import IN_FEATURES, latencies, make_mlp
-
     rows = []
     for width in widths:
         with torch.random.fork_rng(devices=[]):

@@ -215,13 +215,9 @@ def latencies(models: Mapping[str, nn.Module], x: torch.Tensor, *, repeats: int 
     require_positive("repeats", repeats, integer=True)
     if not models:
         raise ValueError("latencies needs at least one model")
-    with torch_threads(threads), torch.inference_mode():
-        return _latencies(models, x, repeats, warmup, min_sample_s)
-
-
-def _latencies(models, x, repeats, warmup, min_sample_s) -> dict[str, float]:
     ops = {name: (lambda m=model: m(x)) for name, model in models.items()}
-    timings = time_ops(ops, device=x.device, warmup=warmup, repeats=repeats, min_sample_s=min_sample_s)
+    with torch_threads(threads), torch.inference_mode():
+        timings = time_ops(ops, device=x.device, warmup=warmup, repeats=repeats, min_sample_s=min_sample_s)
     return {name: t.median for name, t in timings.items()}
 
 

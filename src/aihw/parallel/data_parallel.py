@@ -20,6 +20,7 @@ import argparse
 import functools
 import hashlib
 import os
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -253,8 +254,6 @@ def run_modes(configs: tuple[DPConfig, ...], *, world_size: int = 2, timeout_s: 
 def summarize(per_rank: list[dict], *, skip: int = 2) -> dict:
     """Median per-step compute, exposed communication and step time (slowest rank), skipping ``skip`` warm-up
     steps; samples/s of the whole group."""
-    import statistics
-
     def slowest_median(key: str) -> float:
         return max(statistics.median(r[key][skip:] or r[key]) for r in per_rank)
 

@@ -113,7 +113,7 @@ def stage_grads(stage: Stage) -> dict[str, torch.Tensor]:
     return out
 
 
-def tie_gradients(stage: Stage, *, rank: int, world_size: int) -> None:
+def tie_gradients(stage: Stage, *, world_size: int) -> None:
     """First and last stage exchange their gradients of the tied matrix and both keep the sum."""
     if world_size == 1 or not (stage.first or stage.last):
         return
@@ -171,7 +171,7 @@ def layer_parallel_worker(ctx, cfg: LayerParallelConfig) -> dict:
         pending.append(handle)
         transfers.append(record)
     p2p.wait_all(pending)
-    tie_gradients(stage, rank=rank, world_size=world)
+    tie_gradients(stage, world_size=world)
     return {"rank": rank, "loss": float(y.detach()) if rank == world - 1 else None, "grads": stage_grads(stage),
             "transfers": transfers, "forward_s": forward_s, "backward_s": backward_s}
 

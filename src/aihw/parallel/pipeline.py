@@ -26,13 +26,15 @@ from typing import Literal, get_args
 import numpy as np
 import torch
 import torch.distributed as dist
+import torch.nn.functional as F
 
 from aihw._validate import require_choice, require_positive
 from aihw.measure.tensors import SavedTensorCounter, grad_of
 from aihw.models.tinygpt import TinyGPTConfig, random_batch
 from aihw.parallel import p2p
+from aihw.parallel.launch import LaunchConfig, launch
 from aihw.parallel.layer_parallel import build_stages, split_layers, stage_grads, tie_gradients
-from aihw.pipeline_sim import TimelineEvent, bubble_fraction, peak_in_flight, simulate
+from aihw.pipeline_sim import TimelineEvent, bubble_fraction, idle_events, peak_in_flight, simulate
 
 Schedule = Literal["gpipe", "1f1b"]
 SCHEDULES: tuple[str, ...] = get_args(Schedule)
@@ -194,7 +196,7 @@ def pipeline_worker(ctx, configs: Sequence[PipelineConfig]) -> list[StageRun]:
             length = _global_step_length(candidate)
             if length < best:
                 runner, best = candidate, length
-        tie_gradients(stage, rank=ctx.rank, world_size=ctx.world_size)
+        tie_gradients(stage, world_size=ctx.world_size)
         last = ctx.rank == ctx.world_size - 1
         assert runner is not None  # cfg.steps >= 1
         runs.append(StageRun(ctx.rank, cfg, tuple(runner.events), tuple(runner.transfers), runner.origin,
@@ -206,8 +208,6 @@ def pipeline_worker(ctx, configs: Sequence[PipelineConfig]) -> list[StageRun]:
 def run_pipeline(configs: PipelineConfig | Sequence[PipelineConfig], *, stages: int = 2,
                  timeout_s: float = 120.0) -> list[list[StageRun]]:
     """Launch ``stages`` ranks (gloo on the CPU, one thread each) and run the configs; ``[config][rank]``."""
-    from aihw.parallel.launch import LaunchConfig, launch
-
     configs = [configs] if isinstance(configs, PipelineConfig) else list(configs)
     for cfg in configs:
         split_layers(cfg.model.depth, stages)
@@ -221,8 +221,6 @@ def timeline(runs: Sequence[StageRun]) -> tuple[list[TimelineEvent], float]:
 
     The remaining gaps (Python between operations) are added as ``idle`` too.
     """
-    from aihw.pipeline_sim import idle_events
-
     origin = min(r.origin for r in runs)
     sends = {(r.rank, t.peer, t.tag, t.micro_batch): t for r in runs for t in r.transfers if t.kind == "send"}
     events = []
@@ -297,7 +295,6 @@ def torch_pipelining_worker(ctx, cfg: PipelineConfig) -> dict:
 
     Returns this rank's step seconds (fastest of ``cfg.steps``), the loss (last rank) and gradients by name.
     """
-    import torch.nn.functional as F
     from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
 
     stage = build_stages(cfg.model, ctx.world_size, seed=cfg.seed)[ctx.rank]
@@ -325,6 +322,6 @@ def torch_pipelining_worker(ctx, cfg: PipelineConfig) -> dict:
         else:
             schedule.step()
         best = min(best, time.perf_counter() - start)
-    tie_gradients(stage, rank=ctx.rank, world_size=ctx.world_size)
+    tie_gradients(stage, world_size=ctx.world_size)
     loss = float(torch.stack(losses).detach().mean()) if last else None
     return {"rank": ctx.rank, "step_s": best, "loss": loss, "grads": stage_grads(stage)}

@@ -6,6 +6,7 @@ Axes in, figure out: every function draws on ``ax`` (a new figure when ``ax`` is
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterable, Sequence
 
 import matplotlib.pyplot as plt
@@ -14,7 +15,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from aihw.catalogue.hardware import Chip, get_chip
-from aihw.roofline import OpEstimate, attainable_flops, ridge_point
+from aihw.roofline import OpEstimate, attainable_flops, ridge_point, square_matmul_intensity
 from aihw.simt import ACCESS_FIELDS, AccessCounts
 from aihw.systolic import SystolicResult, SystolicTrace
 
@@ -73,8 +74,6 @@ def _plot_measured(ax, measured, dtype: str, x: np.ndarray) -> None:
 def plot_attainable_vs_size(chip: str | Chip, sizes: Sequence[int], dtypes: Sequence[str] = ("fp32", "bf16", "fp8"),
                             ax=None):
     """Attainable fraction of peak for n×n×n matmuls as n grows: where each precision becomes compute-bound."""
-    from aihw.roofline import square_matmul_intensity
-
     chip = get_chip(chip) if isinstance(chip, str) else chip
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(7, 4))
     for dtype in dtypes:
@@ -128,8 +127,6 @@ class RooflinePlot:
         self.ax.set_title(f"Roofline, {dtype}")
 
     def png(self) -> bytes:
-        import io
-
         buffer = io.BytesIO()
         self.fig.savefig(buffer, format="png", pil_kwargs={"compress_level": 1})
         return buffer.getvalue()
