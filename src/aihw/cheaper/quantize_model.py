@@ -36,9 +36,6 @@ from aihw.cheaper.quantize import (
 from aihw.measure.device import fp8_matmul_support
 from aihw.models.digits import IN_FEATURES, accuracy, latencies, make_mlp
 
-Backend = Literal["auto", "torch.ao", "torchao"]
-BACKENDS: tuple[str, ...] = get_args(Backend)
-
 
 def _linears(model: nn.Module) -> list[tuple[str, nn.Linear]]:
     return [(name, m) for name, m in model.named_modules() if isinstance(m, nn.Linear)]
@@ -187,6 +184,11 @@ def _torchao_available() -> bool:
     except ImportError:
         return False
     return True
+
+
+# Whose kernels run the dynamic INT8 model; "auto": torch.ao when this torch has it, else torchao.
+Backend = Literal["auto", "torch.ao", "torchao"]
+BACKENDS: tuple[str, ...] = get_args(Backend)
 
 
 def dynamic_int8(model: nn.Module, *, backend: Backend = "auto") -> tuple[nn.Module, str]:

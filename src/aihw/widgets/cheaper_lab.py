@@ -10,7 +10,6 @@ accuracy-size-latency chart. The work is done by plain functions (``quantization
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
 from typing import Literal, get_args
 
 import ipywidgets as W
@@ -19,16 +18,7 @@ from torch import nn
 
 from aihw._validate import require_choice
 from aihw.cheaper import distill, prune, quantize_model
-from aihw.cheaper.quantize import (
-    DTYPES,
-    Granularity,
-    PerChannel,
-    PerGroup,
-    PerTensor,
-    QuantScheme,
-    choose_qparams,
-    grid,
-)
+from aihw.cheaper.quantize import DTYPES, PerChannel, PerGroup, PerTensor, QuantScheme, choose_qparams, grid
 from aihw.models import digits
 from aihw.plots.cheaper import (
     plot_accuracy_bars,
@@ -46,9 +36,11 @@ GRANULARITIES: tuple[str, ...] = get_args(GranularityName)
 def make_scheme(dtype: str, granularity: str, *, group_size: int = 32, symmetric: bool = True) -> QuantScheme:
     """A :class:`QuantScheme` from the widget's plain choices (ValueError on bad ones)."""
     require_choice("granularity", granularity, GRANULARITIES)
-    makers: dict[str, Callable[[], Granularity]] = {
-        "per-tensor": PerTensor, "per-channel": lambda: PerChannel(0), "per-group": lambda: PerGroup(group_size)}
-    gran = makers[granularity]()
+    gran: PerTensor | PerChannel | PerGroup = PerTensor()
+    if granularity == "per-channel":
+        gran = PerChannel(0)
+    elif granularity == "per-group":
+        gran = PerGroup(group_size)
     return QuantScheme(dtype, gran, symmetric)
 
 
