@@ -24,6 +24,7 @@ from typing import Literal, get_args
 import torch
 
 from aihw._validate import require_choice, require_positive
+from aihw.measure.device import pick_device
 from aihw.measure.tensors import SavedTensorCounter, storage_bytes
 from aihw.memory import MemoryConfig, activation_bytes_per_layer, estimate
 from aihw.models.tinygpt import TinyGPT, TinyGPTConfig, random_batch
@@ -69,11 +70,10 @@ def model_state_bytes(model: torch.nn.Module, optimizer: torch.optim.Optimizer |
 
 
 def _device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device='cuda' asked for but torch.cuda.is_available() is False; use 'cpu' or 'auto'")
-    return torch.device(name)
+    """The device (see :func:`aihw.measure.device.pick_device`); "auto" on a Mac measures the CPU, since the
+    peak is read from the CUDA allocator or the CPU profiler only."""
+    device = pick_device(name)
+    return device if device.type in ("cpu", "cuda") else torch.device("cpu")
 
 
 def _optimizer(name: str, params) -> torch.optim.Optimizer:
