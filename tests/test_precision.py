@@ -46,7 +46,7 @@ def test_table_and_errors():
     assert len(format_table()) == len(FORMATS)
     with pytest.raises(ValueError, match="fp8_e4m3"):
         get_format("fp8e4m3")
-    with pytest.raises(ValueError, match="unknown number format 'float33'.*did you mean 'float32'"):
+    with pytest.raises(ValueError, match="unknown dtype 'float33'.*did you mean 'float32'"):
         bytes_per_element("float33")
 
 

@@ -141,7 +141,7 @@ def get_format(name: str, what: str = "number format") -> NumberFormat:
 
 def bytes_per_element(precision: str) -> float:
     """Bytes one element occupies in memory (fp32 4, tf32 4, bf16 2, fp8 1, int4 0.5, ...)."""
-    return get_format(precision).bytes
+    return get_format(precision, "dtype").bytes
 
 
 def format_table() -> list[dict[str, float | str]]:
