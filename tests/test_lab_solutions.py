@@ -14,6 +14,7 @@ from aihw.catalogue import hardware
 from aihw.exercises import check, reveal
 from aihw.memory import GB, MemoryConfig, estimate, estimate_memory
 from aihw.memory_fit import devices_needed
+from aihw.model_presets import get_preset
 from aihw.widgets import (
     accelerator_lab,
     cheaper_lab,
@@ -42,7 +43,7 @@ def _expected():
                            3: systolic.predicted_cycles(4, 3, 3, size=3, dataflow="weight-stationary")},
         memory_lab: {1: sum(e7.total[k] for k in ("weights", "gradients", "optimizer", "master_weights")) / GB,
                      2: estimate_memory("llama-2-70b", mode="infer", batch=8, seq=4096).total["kv_cache"] / GB,
-                     3: devices_needed(MemoryConfig(model="llama-2-70b", batch=1, seq=4096, recompute="full"),
+                     3: devices_needed(MemoryConfig(model=get_preset("llama-2-70b"), batch=1, seq=4096, recompute="full"),
                                        h100.memory_bytes, zero=3)},
         data_parallel_lab: {1: cc.all_reduce_time(1e8, 8, link=cc.link_from_chip("H100 SXM", alpha_s=5e-6)) * 1e3,
                             2: cc.bus_bandwidth(cc.algorithm_bandwidth(2**30, 12e-3), 16) / 1e9,

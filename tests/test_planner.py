@@ -77,6 +77,9 @@ def test_published_layouts_fit_and_table1_within_15_percent():
     for run in TABLE1 + TABLE2[:3]:  # Megatron-LM PTD-P rows
         assert 0.85 <= compare(run)["ratio"] <= 1.15, run.name
     assert all(compare(r)["fits"] for r in RUNS)
+def test_nothing_fits_is_explained():
+    small = plan(PlanConfig(model="llama-2-70b", cluster=Cluster(chips_per_node=2, nodes=1), global_batch=8))
+    assert small.best is None and "No layout fits" in small.to_dict()["why"][0]
 
 
 def test_uneven_stages_accept_real_runs():

@@ -29,10 +29,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from aihw._validate import FLOAT_MAX, coerce_numbers, require_choice, require_positive
+from aihw.catalogue.hardware import get_chip
+from aihw.catalogue.networks import get_network
 
-ALGORITHMS = ("naive", "ring", "tree", "recursive-doubling")
+Algorithm = Literal["naive", "ring", "tree", "recursive-doubling"]
+ALGORITHMS: tuple[str, ...] = get_args(Algorithm)
 # nccl-tests doc/PERFORMANCE.md: busbw = algbw * factor(n)
 BUS_FACTORS = {
     "all_reduce": lambda n: 2 * (n - 1) / n,
@@ -203,8 +207,6 @@ def link_from_chip(chip_name: str, *, alpha_s: float = DEFAULT_CHIP_ALPHA_S) -> 
     For an NVSwitch node every GPU can send at this rate to the others. For a TPU torus it sums all ICI
     ports, an upper bound: one ring uses only some of them (a 2D/3D all-reduce runs rings on every axis).
     """
-    from aihw.catalogue.hardware import get_chip
-
     chip = get_chip(chip_name)
     if chip.interconnect is None:
         raise ValueError(f"{chip.name} has no interconnect figure in the catalogue")
@@ -214,8 +216,6 @@ def link_from_chip(chip_name: str, *, alpha_s: float = DEFAULT_CHIP_ALPHA_S) -> 
 
 def network_link(network: str, *, alpha_s: float = DEFAULT_NETWORK_ALPHA_S) -> LinkModel:
     """An inter-node port (InfiniBand NDR/HDR, 100/400 GbE) from ``data/networks.toml``, per direction."""
-    from aihw.catalogue.networks import get_network
-
     net = get_network(network)
     return LinkModel(alpha_s, net.bandwidth_bytes_per_s, name=net.name)
 
@@ -258,7 +258,6 @@ def cluster_estimates(n_bytes: float, *, chip: str = "H100 SXM", network: str = 
                       ) -> list[ClusterEstimate]:
     """All-reduce of ``n_bytes`` on: one node (ring over the chip's link), ``nodes`` nodes (hierarchical and
     flat ring over ``network``), and a TPU slice of ``tpu_chips`` (ring over ICI, upper-bound bandwidth)."""
-    from aihw.catalogue.hardware import get_chip
 
     if get_chip(chip).kind != "gpu":
         raise ValueError(f"chip {chip!r} is a {get_chip(chip).kind.upper()}, not a GPU: TPUs are not joined into "

@@ -22,11 +22,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from aihw._validate import require_choice, require_in_range, require_positive
 
-SCHEDULES = ("gpipe", "1f1b", "interleaved")
-CONVENTIONS = ("of_step", "of_ideal")
+Schedule = Literal["gpipe", "1f1b", "interleaved"]
+SCHEDULES: tuple[str, ...] = get_args(Schedule)
+BubbleConvention = Literal["of_step", "of_ideal"]
+CONVENTIONS: tuple[str, ...] = get_args(BubbleConvention)
 
 
 @dataclass(frozen=True)

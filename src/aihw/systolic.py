@@ -151,6 +151,7 @@ class _Tape:
         def masked(v, ok):
             return empty.copy() if v is None else np.where(ok, v, np.nan)
         fire = np.zeros((self.size, self.size), bool) if fire is None else fire.copy()
+        assert self.record is not None, "snap() records only when tracing"
         self.record.append((phase, origin, masked(a, a_ok), masked(b, b_ok), masked(p, p_ok), fire))
 
 

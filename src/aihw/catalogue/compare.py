@@ -7,6 +7,7 @@ on-demand snapshots, so "per dollar" figures are list-price figures, not what a 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from aihw.catalogue.hardware import Chip, get_chip, list_chips
 
@@ -59,7 +60,7 @@ def interconnect_rows(chips: Iterable[str | Chip] | None = None) -> list[dict]:
         ic = c.interconnect
         if ic is None:
             continue
-        row = {"chip": c.name, "link": ic.name, "links": ic.links, "quoted": ic.bandwidth.quoted,
+        row: dict[str, Any] = {"chip": c.name, "link": ic.name, "links": ic.links, "quoted": ic.bandwidth.quoted,
                "as_quoted": f"{ic.direction}, per {ic.scope}"}
         try:
             row["per_direction_gbs"] = ic.bandwidth_bytes_per_s(direction="per-direction", scope="chip") / 1e9

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal, get_args
 
 from aihw._validate import close_matches, require_choice
 from aihw.catalogue.figures import (
@@ -35,12 +35,17 @@ from aihw.catalogue.figures import (
     normalise_name,
     parse_figure,
 )
-from aihw.catalogue.figures import UNITS as UNITS  # re-exported: hardware.UNITS and .Figure stay public here
+from aihw.precision import get_format
 
+# The catalogue's precision columns, each a name in the registry of number formats (aihw.precision): "fp8" is
+# the E4M3/E5M2 tensor-core rate (one figure for both), "fp4" the E2M1 one.
 PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
-KINDS = ("gpu", "tpu")
-DIRECTIONS = ("bidirectional", "per-direction")
-SCOPES = ("chip", "link")
+Kind = Literal["gpu", "tpu"]
+KINDS: tuple[str, ...] = get_args(Kind)
+Direction = Literal["bidirectional", "per-direction"]
+DIRECTIONS: tuple[str, ...] = get_args(Direction)
+Scope = Literal["chip", "link"]
+SCOPES: tuple[str, ...] = get_args(Scope)
 
 _FIGURE_KEYS = FIGURE_KEYS
 _INTERCONNECT_KEYS = _FIGURE_KEYS | {"name", "links", "direction", "scope"}
@@ -125,8 +130,8 @@ class Chip:
         return self.name.removeprefix(self.vendor + " ")
 
     def peak_flops(self, precision: str) -> float:
-        """Dense peak FLOP/s (op/s for int8) at ``precision``."""
-        require_choice("precision", precision, PRECISIONS)
+        """Dense peak FLOP/s (op/s for int8) at ``precision`` (a catalogue column or an alias: "BF16")."""
+        precision = catalogue_precision(precision)
         if precision not in self.flops:
             raise ValueError(f"{self.name} has no published dense {precision} peak; "
                              f"supported: {', '.join(self.flops)}")
@@ -163,6 +168,15 @@ class Chip:
             listed = ", ".join(self.anatomy) or "none"
             raise ValueError(f"{self.name}: the catalogue has no {name!r}; listed: {listed}")
         return self.anatomy[name].value
+
+
+def catalogue_precision(name: str) -> str:
+    """The catalogue column for a precision name or alias ("bf16", "BF16", "bfloat16" -> "bf16")."""
+    fmt = get_format(name)
+    for column in PRECISIONS:
+        if get_format(column) is fmt:
+            return column
+    raise ValueError(f"the hardware catalogue has no {fmt.name} figures; its precisions: {', '.join(PRECISIONS)}")
 
 
 # ---------------------------------------------------------------------------------------------- parsing
