@@ -26,7 +26,7 @@ import math
 from dataclasses import asdict, dataclass, field
 
 from aihw._validate import require_choice, require_in_range, require_positive
-from aihw.model_presets import ModelShape, get_preset
+from aihw.model_presets import ModelShape, resolve_model
 
 # Storage bytes per value. tf32 is a tensor-core input mode: values are stored as 32-bit floats.
 PRECISION_BYTES: dict[str, float] = {
@@ -108,7 +108,7 @@ class MemoryConfig:
         if (self.model is None) == (self.params is None):
             raise ValueError("give exactly one of model (a ModelShape or preset) and params (a count such as 7e9)")
         if isinstance(self.model, str):
-            object.__setattr__(self, "model", get_preset(self.model))
+            object.__setattr__(self, "model", resolve_model(self.model))
         if self.params is not None:
             require_positive("params", self.params)
         require_choice("precision", self.precision, PRECISION_BYTES)

@@ -34,6 +34,7 @@ class ModelShape:
     tied_embeddings: bool = True  # output head shares the token-embedding matrix
     source: str = ""  # where the configuration was read (URL)
     published_params: float | None = None  # the count its authors publish, for tests only
+    window: int | None = None  # sliding-window attention span in tokens (Mistral-7B v0.1: 4096); None: full
 
     def __post_init__(self) -> None:
         for field in ("hidden", "layers", "heads", "vocab", "max_seq"):
@@ -49,6 +50,8 @@ class ModelShape:
         if self.ffn is not None:
             require_positive("ffn", self.ffn, integer=True)
         require_choice("norm", self.norm, ("layernorm", "rmsnorm"))
+        if self.window is not None:
+            require_positive("window", self.window, integer=True)
 
     @property
     def head_dim(self) -> int:

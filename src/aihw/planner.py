@@ -32,7 +32,7 @@ from aihw._validate import require_in_range, require_positive
 from aihw.catalogue.hardware import get_chip
 from aihw.catalogue.networks import get_network
 from aihw.memory import PRECISION_BYTES, MemoryConfig, estimate
-from aihw.model_presets import ModelShape, get_preset
+from aihw.model_presets import ModelShape, resolve_model
 from aihw.pipeline_sim import bubble_fraction
 
 RECOMPUTE = ("none", "selective", "full")
@@ -89,7 +89,7 @@ class PlanConfig:
 
     def __post_init__(self) -> None:
         if isinstance(self.model, str):
-            object.__setattr__(self, "model", get_preset(self.model))
+            object.__setattr__(self, "model", resolve_model(self.model))
         _check_pins(self)
         require_positive("global_batch", self.global_batch, integer=True)
         require_positive("micro_batch", self.micro_batch, integer=True)

@@ -26,7 +26,7 @@ def add_parser(subparsers) -> None:
                     "aihw memory --params 7e9 --precision fp16 --optimizer sgd --no-master; "
                     "aihw memory --model llama-2-70b --zero 3 --dp 64 --recompute full --chip h100-sxm --json")
     what = parser.add_mutually_exclusive_group(required=True)
-    what.add_argument("--model", help=f"architecture preset: {', '.join(list_presets())}")
+    what.add_argument("--model", help=f"architecture preset ({', '.join(list_presets())}) or a model file (.toml)")
     what.add_argument("--params", type=float, help="parameter count, e.g. 7e9 (model state only)")
     parser.add_argument("--precision", default="bf16", help=f"weights: {', '.join(PRECISION_BYTES)}")
     parser.add_argument("--mode", default="train", help="train or infer")

@@ -14,7 +14,7 @@ def add_parser(subparsers) -> None:
         "plan", help="pick a parallel layout (data, tensor, pipeline, ZeRO, recomputation) for a cluster",
         description="Example: aihw plan --model llama-2-13b --chip h100-sxm --chips-per-node 8 --nodes 4 "
                     "--network 'InfiniBand NDR' --global-batch 512 --seq 4096 --mfu 0.4 --top 5 [--json]")
-    parser.add_argument("--model", default="llama-2-13b", help=f"architecture preset: {', '.join(list_presets())}")
+    parser.add_argument("--model", default="llama-2-13b", help=f"architecture preset ({', '.join(list_presets())}) or a model file (.toml)")
     parser.add_argument("--chip", default="H100 SXM", help="catalogue chip (see `aihw hardware list`)")
     parser.add_argument("--chips-per-node", type=int, default=8, help="chips joined by the chip's interconnect")
     parser.add_argument("--nodes", type=int, default=4, help="number of nodes")
