@@ -62,3 +62,17 @@ def check(answer: float | int | None, expected: float, *, rel_tol: float = 0.02,
         factor = f" (off by a factor of {ratio:.3g})"
     msg = f"Not quite: {_fmt(answer, unit)} is {direction}{factor}. {hint}".strip()
     return CheckResult(False, True, msg)
+
+
+def check_choice(answer: str | None, expected: str, choices: tuple[str, ...], *, hint: str = "") -> CheckResult:
+    """Check a categorical answer (e.g. "memory" vs "compute" bound) among ``choices``, ignoring case."""
+    if expected not in choices:
+        raise ValueError(f"expected {expected!r} is not one of the choices {choices}")
+    if answer is None:
+        return CheckResult(False, False, f"Not answered yet: one of {', '.join(choices)}. {hint}".strip())
+    given = str(answer).strip().lower()
+    if given not in {c.lower() for c in choices}:
+        return CheckResult(False, True, f"{answer!r} is not one of {', '.join(choices)}. {hint}".strip())
+    if given == expected.lower():
+        return CheckResult(True, True, f"Correct: {expected}.")
+    return CheckResult(False, True, f"Not quite: not {answer}. {hint}".strip())
