@@ -165,3 +165,15 @@ def random_model(cfg: GenConfig, *, dtype: torch.dtype = torch.float32, seed: in
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return GenGPT(cfg).to(dtype).eval()
+
+
+def measure_machine(*, device: str = "cpu", max_seconds: float = 15.0):
+    """The reader's roofs: copy bandwidth on a buffer 4 x the LLC (DRAM, not cache) and the best fp32 matmul rate,
+    via :func:`aihw.measure.roofline.measure_device`. Returns (bandwidth bytes/s, peak FLOP/s, measurement)."""
+    from aihw.measure.roofline import MeasureConfig, measure_device
+
+    llc = last_level_cache()[0] or ASSUMED_LLC_BYTES
+    cfg = MeasureConfig(device=device, dtypes=("fp32",), matmul_sizes=(256, 512), copy_mib=(4 * llc / 2**20,),
+                        repeats=3, max_seconds=max_seconds)
+    m = measure_device(cfg)
+    return m.best_bandwidth(), m.best_flops("fp32"), m

@@ -152,7 +152,7 @@ def waste_for_trace(requests: list[tuple[int, int, int]], *, max_tokens: int, bl
     require_positive("block_size", block_size, integer=True)
     if not requests:
         raise ValueError("the trace has no requests")
-    for arrival, prompt, out in requests:
+    for _arrival, prompt, out in requests:
         if prompt + out > max_tokens:
             raise ValueError(f"a request of {prompt}+{out} tokens exceeds max_tokens={max_tokens}")
     end = max(a + o for a, _, o in requests)

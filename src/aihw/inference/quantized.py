@@ -145,3 +145,22 @@ def stored_bytes(model: nn.Module) -> int:
             seen.add(t.data_ptr())
             total += t.numel() * t.element_size()
     return total
+
+
+def quantized_decode_points(model: nn.Module, *, bandwidth: float, peak_flops: float, kernel: Kernel = "aten",
+                            repeats: int = 5, context: int = 16) -> list:
+    """Decode at batch 1 in fp32, bf16, INT8 and INT4 (weight-only): measured time per token beside
+    bytes / bandwidth for the bytes each variant stores (scales and zeros included)."""
+    from aihw.inference.decode import DecodePoint, step_flops, time_decode
+
+    variants = [("fp32", model.float()), ("bf16", copy.deepcopy(model).to(torch.bfloat16))]
+    variants += [(f"{d} ({kernel})", quantize_weights(model, d, kernel)) for d in WEIGHT_DTYPES]
+    points = []
+    for label, m in variants:
+        pos = m.embed.pos.weight
+        nbytes = stored_bytes(m) - pos.numel() * pos.element_size()
+        compute_s = step_flops(m.cfg, batch=1, context=context) / peak_flops
+        timing = time_decode(m, batch=1, context=context, repeats=repeats)
+        memory_s = nbytes / bandwidth
+        points.append(DecodePoint(label, float(nbytes), 1, timing, max(memory_s, compute_s), memory_s, compute_s))
+    return points

@@ -62,7 +62,7 @@ class TrainSpec:
 
 
 DRAFT = TrainSpec(GenConfig(width=32, depth=1, heads=2, seq_len=96), steps=200, batch=16)
-TARGET = TrainSpec(GenConfig(width=96, depth=3, heads=4, kv_heads=2, seq_len=96), steps=300, batch=16)
+TARGET = TrainSpec(GenConfig(width=64, depth=3, heads=4, kv_heads=2, seq_len=96), steps=250, batch=16)
 
 
 def train(spec: TrainSpec, *, threads: int | None = 2) -> tuple[GenGPT, list[float]]:

@@ -161,3 +161,31 @@ def serving_calculator(model: str = "llama-3-8b", chip: str = "NVIDIA H100 SXM")
     right = W.VBox([c[k] for k in ("batch", "context", "tp")])
     return W.VBox([W.HBox([left, right]), err, summary, W.HBox([prompt, cache_on, spec_on]),
                    W.HBox([button, status]), gen_out])
+
+
+def solution(n: int) -> str:
+    """The worked solution of the lab's exercise ``n`` (1-3), computed by the serving model."""
+    from aihw.model_presets import get_preset
+    from aihw.serving import estimate_serving, kv_bytes_per_token
+
+    if n == 1:
+        return (f"2 x 80 layers x 8 KV heads x 128 x 2 bytes = {kv_bytes_per_token(get_preset('llama-2-70b'), 2):,.0f}"
+                " bytes per token (320 KiB): GQA with 8 KV heads cuts the MHA figure 8-fold.")
+    if n == 2:
+        e = estimate_serving("llama-3-8b", chip="H100 SXM", batch=1, context=16)
+        return (f"{e.params:,} parameters x 2 bytes = {e.weights_bytes / 1e9:.2f} GB per token; / 3.35 TB/s = "
+                f"{e.decode_seconds_per_token * 1e3:.2f} ms, at most {e.tokens_per_second:.0f} tokens/s at batch 1.")
+    if n == 3:
+        e = estimate_serving("llama-3-8b", chip="H100 SXM", batch=64, context=4096)
+        return (f"{e.decode_bound}: the step reads {e.weights_bytes / 1e9:.1f} GB of weights and "
+                f"{e.kv_cache_bytes / 1e9:.1f} GB of KV cache ({e.decode_memory_seconds * 1e3:.1f} ms) but computes "
+                f"for only {e.decode_compute_seconds * 1e3:.2f} ms: each sequence's attention reads its own cache, "
+                "so with long contexts the KV bytes grow as fast as the FLOPs and decode never turns compute-bound.")
+    raise ValueError(f"exercise must be 1, 2 or 3, got {n!r}")
+
+
+def reveal(n: int) -> None:
+    """Show the worked solution of exercise ``n`` in the notebook."""
+    from IPython.display import Markdown, display
+
+    display(Markdown(f"**Solution {n}.** {solution(n)}"))
