@@ -25,6 +25,7 @@ overlap of communication with compute, and the tokens a scheduler would mix (pre
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Literal, get_args
@@ -49,6 +50,9 @@ COMPUTE_PRECISION: dict[str, str] = {
 ALL_REDUCE_ALPHA_S = 5e-6
 ALL_REDUCE_STEPS = 2
 ACTIVATION_BYTES = 2  # bytes per activation value in the all-reduces (bf16)
+
+
+_chip = functools.lru_cache(maxsize=64)(get_chip)  # the catalogue is immutable: look each name up once
 
 
 @dataclass(frozen=True)
@@ -89,7 +93,7 @@ class ServingConfig:
         if m.heads % self.tp or m.n_kv_heads % self.tp:
             raise ValueError(f"tp={self.tp} must divide the {m.heads} heads and the {m.n_kv_heads} KV heads "
                              f"of {m.name}")
-        chip = get_chip(self.chip)  # unknown chip: ValueError with the closest names
+        chip = _chip(self.chip)  # unknown chip: ValueError with the closest names
         object.__setattr__(self, "chip_spec", chip)
         compute = COMPUTE_PRECISION[self.precision]
         if compute not in chip.flops:
@@ -165,15 +169,21 @@ def kv_bytes_per_token(model: ModelShape, bytes_per_value: float) -> float:
 
 def _decode_parts(cfg: ServingConfig, batch: int) -> tuple[float, float, float]:
     """(memory seconds, compute seconds, communication seconds) of one decode step at ``batch``."""
-    m, chip, tp = cfg.shape, cfg.chip_spec, cfg.tp
-    bandwidth = chip.bandwidth_bytes_per_s * cfg.efficiency
-    peak = chip.peak_flops(COMPUTE_PRECISION[cfg.precision]) * cfg.efficiency
+    m, tp = cfg.shape, cfg.tp
+    bandwidth, peak = _roofs(cfg)
     kv = kv_bytes_per_token(m, cfg.kv_bytes_per_value) * cfg.cached_tokens * batch
     memory = (weights_bytes(m, cfg.precision) + kv) / tp / bandwidth
     # a new token attends to every cached key: the non-causal count at s = cached tokens is exactly that
     flops = batch * forward_flops_per_token(m, cfg.cached_tokens).forward
     compute = flops / tp / peak
     return memory, compute, _tp_comm_seconds(cfg, batch)
+
+
+def _roofs(cfg: ServingConfig) -> tuple[float, float]:
+    """(bandwidth bytes/s, peak FLOP/s) of one chip, scaled by the efficiency."""
+    chip = cfg.chip_spec
+    return (chip.bandwidth_bytes_per_s * cfg.efficiency,
+            chip.flops[COMPUTE_PRECISION[cfg.precision]].value * cfg.efficiency)
 
 
 def _tp_comm_seconds(cfg: ServingConfig, tokens: int) -> float:
@@ -202,7 +212,7 @@ def knee_batch(cfg: ServingConfig, *, include_kv: bool = True) -> int | None:
     if include_kv:
         per_seq_memory, per_seq_compute = one_memory - weights_memory, one_compute
     else:
-        peak = cfg.chip_spec.peak_flops(COMPUTE_PRECISION[cfg.precision]) * cfg.efficiency
+        peak = _roofs(cfg)[1]
         per_seq_memory = 0.0
         per_seq_compute = forward_flops_per_token(cfg.shape, 1).dense / cfg.tp / peak
     gap = per_seq_compute - per_seq_memory
@@ -219,8 +229,7 @@ def estimate(cfg: ServingConfig) -> ServingEstimate:
     kv = kv_token * cfg.cached_tokens * cfg.batch
     per_device = (w + kv) / tp
     usable = chip.memory_bytes * cfg.memory_fraction
-    bandwidth = chip.bandwidth_bytes_per_s * cfg.efficiency
-    peak = chip.peak_flops(COMPUTE_PRECISION[cfg.precision]) * cfg.efficiency
+    bandwidth, peak = _roofs(cfg)
 
     prompt = cfg.prompt_tokens
     prefill_flops = cfg.batch * prompt * forward_flops_per_token(m, prompt, causal=True).forward
