@@ -59,8 +59,8 @@ class SpecResult:
 
 
 def _feed(model: GenGPT, cache: KVCache, seq: list[int], extra: list[int], device) -> torch.Tensor:
-    """Run ``seq[cache.length:] + extra`` through ``model`` at their positions; return the logits (T, vocab)."""
-    new = seq[cache.length:] + extra
+    """Run the tokens of ``seq + extra`` the cache does not hold yet; return their logits (T, vocab)."""
+    new = (seq + extra)[cache.length:]
     start = cache.length
     ids = torch.tensor([new], device=device)
     pos = torch.arange(start, start + len(new), device=device)[None]
