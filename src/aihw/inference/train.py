@@ -70,7 +70,7 @@ def train(spec: TrainSpec, *, threads: int | None = 2) -> tuple[GenGPT, list[flo
     data = load_corpus()
     seq = spec.model.seq_len
     g = torch.Generator().manual_seed(spec.seed)
-    with torch_threads(threads), torch.random.fork_rng(devices=[]):
+    with torch_threads(threads), torch.random.fork_rng(devices=[]), torch.enable_grad():
         torch.manual_seed(spec.seed)
         model = GenGPT(spec.model)
         opt = torch.optim.AdamW(model.parameters(), lr=spec.lr, weight_decay=0.0)
