@@ -103,8 +103,8 @@ def test_waste_paged_is_below_one_block_per_sequence():
 
 @pytest.mark.parametrize("policy", POLICIES)
 def test_batching_returns_every_requests_greedy_output(policy):
-    m = model(kv_heads=2, seq_len=96)
-    trace = make_trace(10, prompt_range=(3, 15), new_range=(2, 20), arrival_every=1.5, seed=3)
+    m = model(width=32, heads=4, kv_heads=2, seq_len=64)
+    trace = make_trace(8, prompt_range=(3, 12), new_range=(2, 14), arrival_every=1.5, seed=3)
     result = serve(m, trace, policy=policy, max_batch=4, block_size=8)
     for r in trace:
         alone = generate(m, torch.tensor([r.prompt]), r.new_tokens)[0, len(r.prompt):].tolist()
@@ -113,8 +113,8 @@ def test_batching_returns_every_requests_greedy_output(policy):
 
 
 def test_continuous_batching_takes_fewer_steps_than_static():
-    m = model(kv_heads=2, seq_len=96, dtype=torch.float32)
-    trace = make_trace(12, new_range=(2, 40), seed=1)
+    m = model(width=32, heads=4, kv_heads=2, seq_len=64, dtype=torch.float32)
+    trace = make_trace(10, prompt_range=(2, 8), new_range=(2, 30), seed=1)
     static, cont = (serve(m, trace, policy=p, max_batch=4) for p in ("static", "continuous"))
     assert cont.steps < static.steps
     assert cont.mean_latency_steps < static.mean_latency_steps
@@ -135,9 +135,9 @@ def test_serve_bad_input():
 def test_speculative_output_equals_target_greedy(k):
     target, draft = model(seed=0, kv_heads=2, seq_len=96), model(seed=7, width=32, depth=1, heads=2, seq_len=96)
     prompt = torch.randint(0, 256, (1, 9), generator=torch.Generator().manual_seed(2))
-    result = speculative_generate(target, draft, prompt, 50, k=k)
-    assert torch.equal(result.tokens, generate(target, prompt, 50))
-    assert result.accepted <= result.proposed and result.rounds >= 50 / (k + 1)
+    result = speculative_generate(target, draft, prompt, 30, k=k)
+    assert torch.equal(result.tokens, generate(target, prompt, 30))
+    assert result.accepted <= result.proposed and result.rounds >= 30 / (k + 1)
 
 
 def test_speculative_with_itself_accepts_everything():
@@ -216,3 +216,18 @@ def test_kvcache_rejects_overflow_and_bad_sizes():
         KVCache(m.cfg, 1, 0)
     with pytest.raises(ValueError, match="kv_heads=3 must divide heads=4"):
         GenConfig(kv_heads=3)
+
+
+def test_training_caches_weights_and_works_with_grad_disabled(tmp_path):
+    from aihw.inference.train import TrainSpec, bits_per_byte, decode, encode, load_corpus, trained
+
+    corpus = load_corpus()
+    assert 10_000 < len(corpus) < 500_000 and int(corpus.max()) < 128  # shipped, ASCII
+    assert decode(encode("KV cache")) == "KV cache"
+    spec = TrainSpec(GenConfig(width=16, depth=1, heads=2, seq_len=32), steps=3, batch=4)
+    first = trained(spec, cache_dir=tmp_path)  # grad is disabled in this module: training must still work
+    assert len(list(tmp_path.glob("gengpt-*.pt"))) == 1
+    again = trained(spec, cache_dir=tmp_path)
+    for a, b in zip(first.state_dict().values(), again.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
+    assert 0 < bits_per_byte(first, windows=2) < 9
