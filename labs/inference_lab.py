@@ -38,6 +38,7 @@ import torch
 from aihw.exercises import check, check_choice
 from aihw.inference import decode, quantized
 from aihw.inference.model import GenConfig
+from aihw.inference.speculative import expected_tokens_per_round
 from aihw.model_presets import get_preset
 from aihw.plots import inference as iplots
 from aihw.serving import estimate_serving, kv_bytes_per_token
@@ -184,22 +185,28 @@ print(quantized.available_kernels("cpu"))
 #
 # **Exercise 3.** Llama-3-8B in bf16 on an H100, batch 64, context 4096: is one decode step "memory" or "compute"
 # bound?
+#
+# **Exercise 4.** A draft model is accepted with probability 0.8 per token and proposes k = 4 tokens per round: how
+# many tokens does each pass of the target model yield on average?
 
 # %%
 answer1 = None  # bytes
 answer2 = None  # ms
 answer3 = None  # "memory" or "compute"
+answer4 = None  # tokens per target pass
 
 expected1 = kv_bytes_per_token(get_preset("llama-2-70b"), 2)
 expected2 = estimate_serving("llama-3-8b", chip="H100 SXM", batch=1, context=16).decode_seconds_per_token * 1e3
 expected3 = estimate_serving("llama-3-8b", chip="H100 SXM", batch=64, context=4096).decode_bound
+expected4 = expected_tokens_per_round(0.8, 4)
 display(check(answer1, expected1, rel_tol=0.01, unit="bytes", hint="2 (K and V) x layers x KV heads x head dim x 2 bytes."),
         check(answer2, expected2, rel_tol=0.05, unit="ms", hint="8.03e9 parameters x 2 bytes / 3.35e12 bytes/s."),
         check_choice(answer3, expected3, ("memory", "compute"),
-                     hint="compare the FLOPs of 64 tokens with the bytes of the weights plus 64 KV caches of 4096 tokens."))
+                     hint="compare the FLOPs of 64 tokens with the bytes of the weights plus 64 KV caches of 4096 tokens."),
+        check(answer4, expected4, rel_tol=0.01, unit="tokens", hint="1 + 0.8 + 0.8^2 + ... : one term per accepted guess, plus the target's own token."))
 assert expected1 == 327_680 and expected3 in ("memory", "compute")
 
 # %%
 # Worked solutions: uncomment to reveal (after trying!).
-# inference_lab.reveal(1); inference_lab.reveal(2); inference_lab.reveal(3)
+# inference_lab.reveal(1); inference_lab.reveal(2); inference_lab.reveal(3); inference_lab.reveal(4)
 assert "327,680" in inference_lab.solution(1)

@@ -164,7 +164,7 @@ def serving_calculator(model: str = "llama-3-8b", chip: str = "NVIDIA H100 SXM")
 
 
 def solution(n: int) -> str:
-    """The worked solution of the lab's exercise ``n`` (1-3), computed by the serving model."""
+    """The worked solution of the lab's exercise ``n`` (1-4), computed by the course's models."""
     from aihw.model_presets import get_preset
     from aihw.serving import estimate_serving, kv_bytes_per_token
 
@@ -181,7 +181,12 @@ def solution(n: int) -> str:
                 f"{e.kv_cache_bytes / 1e9:.1f} GB of KV cache ({e.decode_memory_seconds * 1e3:.1f} ms) but computes "
                 f"for only {e.decode_compute_seconds * 1e3:.2f} ms: each sequence's attention reads its own cache, "
                 "so with long contexts the KV bytes grow as fast as the FLOPs and decode never turns compute-bound.")
-    raise ValueError(f"exercise must be 1, 2 or 3, got {n!r}")
+    if n == 4:
+        from aihw.inference.speculative import expected_tokens_per_round
+
+        return (f"(1 - 0.8^5) / (1 - 0.8) = {expected_tokens_per_round(0.8, 4):.2f} tokens: the first guess is kept "
+                "with probability 0.8, the first two with 0.64, ..., and every pass adds one token of the target's own.")
+    raise ValueError(f"exercise must be 1 to 4, got {n!r}")
 
 
 def reveal(n: int) -> None:
