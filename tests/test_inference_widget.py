@@ -62,7 +62,8 @@ def test_solutions_and_categorical_check():
     assert "ms" in inference_lab.solution(2)
     assert inference_lab.solution(3).split(":")[0] in ("memory", "compute")
     with pytest.raises(ValueError):
-        inference_lab.solution(4)
+        inference_lab.solution(5)
+    assert "3.36" in inference_lab.solution(4)
     assert check_choice("Memory", "memory", ("memory", "compute")).ok
     wrong = check_choice("compute", "memory", ("memory", "compute"), hint="bytes vs FLOPs")
     assert not wrong.ok and wrong.answered and "bytes vs FLOPs" in wrong.message
