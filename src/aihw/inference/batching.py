@@ -138,7 +138,7 @@ def serve(model: GenGPT, requests: list[Request], *, policy: Policy = "continuou
             continue
         # 1. admit
         may_admit = policy == "continuous" or not running
-        admitted = []
+        admitted: list[Request] = []
         while may_admit and waiting and waiting[0].arrival <= step and len(running) + len(admitted) < max_batch:
             admitted.append(waiting.pop(0))
         # 2. prefill each new request alone (its prompt in one pass) and take its first token

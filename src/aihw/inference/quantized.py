@@ -27,6 +27,7 @@ from torch import nn
 
 from aihw._validate import require_choice
 from aihw.cheaper.quantize import PerChannel, PerGroup, QuantScheme, choose_qparams, quantize
+from aihw.inference.model import GenGPT
 
 WeightDtype = Literal["int8", "int4"]
 WEIGHT_DTYPES: tuple[str, ...] = get_args(WeightDtype)
@@ -51,7 +52,8 @@ def unpack_int4(packed: torch.Tensor) -> torch.Tensor:
 def available_kernels(device_type: str = "cpu") -> dict[str, str]:
     """For each weight dtype, "aten" if PyTorch's packed kernel runs on this device type, else the reason."""
     out = {}
-    for dtype in WEIGHT_DTYPES:
+    dtypes: tuple[WeightDtype, ...] = ("int8", "int4")
+    for dtype in dtypes:
         try:
             layer = QuantizedLinear(nn.Linear(64, 64, bias=False).to(device_type), dtype, "aten")
             layer(torch.zeros(1, 64, device=device_type, dtype=torch.bfloat16))
@@ -63,6 +65,13 @@ def available_kernels(device_type: str = "cpu") -> dict[str, str]:
 
 class QuantizedLinear(nn.Module):
     """A Linear with INT8 or INT4 weights; activations and bias in bf16 (the ``aten`` kernels' dtype)."""
+
+    q: torch.Tensor  # int8: (N, K) codes
+    scale: torch.Tensor  # int8: (N,); int4 reference: (N, K / group)
+    zero: torch.Tensor  # int4 reference: (N, K / group)
+    packed: torch.Tensor  # int4: two codes per byte (reference) or the aten kernel's opaque layout
+    scales_and_zeros: torch.Tensor  # int4 aten: (K / group, N, 2)
+    bias: torch.Tensor | None
 
     def __init__(self, linear: nn.Linear, dtype: WeightDtype, kernel: Kernel = "aten") -> None:
         super().__init__()
@@ -124,7 +133,7 @@ class QuantizedLinear(nn.Module):
         return y.reshape(*shape[:-1], self.out_features)
 
 
-def quantize_weights(model: nn.Module, dtype: WeightDtype, kernel: Kernel = "aten") -> nn.Module:
+def quantize_weights(model: GenGPT, dtype: WeightDtype, kernel: Kernel = "aten") -> GenGPT:
     """A bf16 copy of ``model`` whose Linear layers inside the blocks hold INT8 or INT4 weights (the embedding and
     the tied output head stay bf16, as weight-only recipes usually leave them)."""
     out = copy.deepcopy(model).to(torch.bfloat16)
@@ -148,14 +157,14 @@ def stored_bytes(model: nn.Module) -> int:
     return total
 
 
-def quantized_decode_points(model: nn.Module, *, bandwidth: float, peak_flops: float, kernel: Kernel = "aten",
+def quantized_decode_points(model: GenGPT, *, bandwidth: float, peak_flops: float, kernel: Kernel = "aten",
                             repeats: int = 5, context: int = 16) -> list:
     """Decode at batch 1 in fp32, bf16, INT8 and INT4 (weight-only): measured time per token beside
     bytes / bandwidth for the bytes each variant stores (scales and zeros included)."""
     from aihw.inference.decode import DecodePoint, step_flops, time_decode
 
-    variants = [("fp32", model.float()), ("bf16", copy.deepcopy(model).to(torch.bfloat16))]
-    variants += [(f"{d} ({kernel})", quantize_weights(model, d, kernel)) for d in WEIGHT_DTYPES]
+    variants: list[tuple[str, GenGPT]] = [("fp32", model.float()), ("bf16", copy.deepcopy(model).to(torch.bfloat16))]
+    variants += [(f"{d} ({kernel})", quantize_weights(model, d, kernel)) for d in ("int8", "int4")]
     points = []
     for label, m in variants:
         pos = m.embed.pos.weight

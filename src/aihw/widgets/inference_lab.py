@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import html
 import time
+from typing import cast
 
 import ipywidgets as W
 
 from aihw.catalogue import hardware
 from aihw.model_presets import list_presets
-from aihw.serving import PRECISIONS, ServingConfig, estimate
+from aihw.serving import PRECISIONS, Precision, ServingConfig, estimate
 from aihw.widgets._common import error_box, guarded_run, run_button, show_error
 
 KV_DEFAULT = "(default)"
@@ -26,8 +27,8 @@ MAX_NEW_TOKENS = 80
 def serving_view(*, model: str = "llama-3-8b", chip: str = "NVIDIA H100 SXM", precision: str = "bf16",
                  kv_precision: str = KV_DEFAULT, batch: int = 1, context: int = 4096, tp: int = 1) -> dict:
     """The serving estimate for the control values and its HTML; raises ValueError on bad input."""
-    cfg = ServingConfig(model, chip=chip, precision=precision,
-                        kv_precision=None if kv_precision == KV_DEFAULT else kv_precision, batch=batch,
+    kv = None if kv_precision == KV_DEFAULT else cast(Precision, kv_precision)  # validated by ServingConfig
+    cfg = ServingConfig(model, chip=chip, precision=cast(Precision, precision), kv_precision=kv, batch=batch,
                         context=context, tp=tp)
     est = estimate(cfg)
     return {"estimate": est, "html": html_summary(est)}
