@@ -51,7 +51,7 @@ def unpack_int4(packed: torch.Tensor) -> torch.Tensor:
 @functools.cache
 def available_kernels(device_type: str = "cpu") -> dict[str, str]:
     """For each weight dtype, "aten" if PyTorch's packed kernel runs on this device type, else the reason."""
-    out = {}
+    out: dict[str, str] = {}
     dtypes: tuple[WeightDtype, ...] = ("int8", "int4")
     for dtype in dtypes:
         try:
