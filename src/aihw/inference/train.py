@@ -5,7 +5,7 @@ The corpus (``data/corpus.txt``, about 60 kB) is the prose of the course's chapt
 Trained weights are cached under ``~/.cache/aihw`` keyed by a hash of everything that decides them, as
 :mod:`aihw.models.digits` does, so the second run of a lab loads them in milliseconds.
 
-The two models share the vocabulary (bytes) and the training text but not the size or the seed, so speculative
+The two models share the vocabulary (bytes) and the training text but not the size, so speculative
 decoding's acceptance is neither trivial (identical models) nor hopeless (an untrained draft). With a budget of
 seconds on two cores neither learns much beyond frequent letters and words (about 4 bits per byte, see
 :func:`bits_per_byte`); the larger target is not guaranteed to be the better predictor at this budget.
