@@ -35,7 +35,7 @@ except ImportError:
 import matplotlib.pyplot as plt
 import torch
 
-from aihw.exercises import check, check_choice
+from aihw.exercises import check, reveal
 from aihw.inference import decode, quantized
 from aihw.inference.model import GenConfig
 from aihw.inference.speculative import expected_tokens_per_round
@@ -201,12 +201,15 @@ expected3 = estimate_serving("llama-3-8b", chip="H100 SXM", batch=64, context=40
 expected4 = expected_tokens_per_round(0.8, 4)
 display(check(answer1, expected1, rel_tol=0.01, unit="bytes", hint="2 (K and V) x layers x KV heads x head dim x 2 bytes."),
         check(answer2, expected2, rel_tol=0.05, unit="ms", hint="8.03e9 parameters x 2 bytes / 3.35e12 bytes/s."),
-        check_choice(answer3, expected3, ("memory", "compute"),
-                     hint="compare the FLOPs of 64 tokens with the bytes of the weights plus 64 KV caches of 4096 tokens."),
+        check(answer3, expected3, choices=("memory", "compute"),
+              hint="compare the FLOPs of 64 tokens with the bytes of the weights plus 64 KV caches of 4096 tokens."),
         check(answer4, expected4, rel_tol=0.01, unit="tokens", hint="1 + 0.8 + 0.8^2 + ... : one term per accepted guess, plus the target's own token."))
 assert expected1 == 327_680 and expected3 in ("memory", "compute")
 
+# %% [markdown]
+# Try every exercise first. Then `reveal(inference_lab.SOLUTIONS, n)` shows a worked solution for exercise `n`.
+
 # %%
-# Worked solutions: uncomment to reveal (after trying!).
-# inference_lab.reveal(1); inference_lab.reveal(2); inference_lab.reveal(3); inference_lab.reveal(4)
+# reveal(inference_lab.SOLUTIONS, 1)
+assert all(str(reveal(inference_lab.SOLUTIONS, n)) for n in inference_lab.SOLUTIONS)  # worked solutions exist
 assert "327,680" in inference_lab.solution(1)

@@ -64,8 +64,9 @@ def test_solutions_and_categorical_check():
     with pytest.raises(ValueError):
         inference_lab.solution(5)
     assert "3.36" in inference_lab.solution(4)
-    assert check_choice("Memory", "memory", ("memory", "compute")).ok
-    wrong = check_choice("compute", "memory", ("memory", "compute"), hint="bytes vs FLOPs")
+    assert check_choice("Memory", "memory", choices=("memory", "compute")).ok
+    wrong = check_choice("compute", "memory", choices=("memory", "compute"), hint="bytes vs FLOPs")
     assert not wrong.ok and wrong.answered and "bytes vs FLOPs" in wrong.message
-    assert not check_choice(None, "memory", ("memory", "compute")).answered
-    assert not check_choice("maybe", "memory", ("memory", "compute")).ok
+    assert not check_choice(None, "memory", choices=("memory", "compute")).answered
+    assert not check_choice("maybe", "memory", choices=("memory", "compute")).ok
+    assert set(inference_lab.SOLUTIONS) == {1, 2, 3, 4}

@@ -76,7 +76,7 @@ def test_tensor_parallel_splits_memory_and_adds_all_reduces():
 
 
 def test_sliding_window_caps_the_cache_and_allows_longer_context():
-    m = replace(get_preset("mistral-7b"), window=4096)
+    m = replace(get_preset("mistral-7b"), sliding_window=4096)
     e = estimate(ServingConfig(m, context=32768, batch=2))
     assert e.kv_cache_bytes == 2 * 4096 * kv_bytes_per_token(m, 2)
 

@@ -84,7 +84,7 @@ class ServingConfig:
             require_positive("prompt", self.prompt, integer=True)
             if self.prompt > self.context:
                 raise ValueError(f"prompt={self.prompt} must not exceed context={self.context}")
-        window = m.window
+        window = m.sliding_window
         if self.context > m.max_seq and window is None:
             raise ValueError(f"context={self.context} exceeds the maximum context of {m.name} "
                              f"({m.max_seq} tokens) and the model has no sliding window")
@@ -113,7 +113,7 @@ class ServingConfig:
     @property
     def cached_tokens(self) -> int:
         """Tokens each sequence keeps in its KV cache: the context, or the window if the model has one."""
-        window = self.shape.window
+        window = self.shape.sliding_window
         return self.context if window is None else min(self.context, window)
 
 

@@ -57,7 +57,8 @@ class GenConfig(TinyGPTConfig):
 
     def shape(self) -> ModelShape:
         return ModelShape(f"gengpt-{self.width}x{self.depth}", self.width, self.depth, self.heads,
-                          vocab=self.vocab, max_seq=self.seq_len, kv_heads=self.kv_heads, window=self.window)
+                          vocab=self.vocab, max_seq=self.seq_len, kv_heads=self.kv_heads,
+                          sliding_window=self.window)
 
 
 def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:

@@ -190,8 +190,5 @@ def solution(n: int) -> str:
     raise ValueError(f"exercise must be 1 to 4, got {n!r}")
 
 
-def reveal(n: int) -> None:
-    """Show the worked solution of exercise ``n`` in the notebook."""
-    from IPython.display import Markdown, display
 
-    display(Markdown(f"**Solution {n}.** {solution(n)}"))
+SOLUTIONS = {n: (lambda n=n: solution(n)) for n in (1, 2, 3, 4)}  # for aihw.exercises.reveal
