@@ -19,7 +19,12 @@ from aihw.inference.speculative import expected_speedup, expected_tokens_per_rou
 from aihw.models.tinygpt import TinyGPT, TinyGPTConfig
 from aihw.serving import kv_bytes_per_token
 
-torch.set_grad_enabled(False)
+
+@pytest.fixture(autouse=True)
+def _no_grad():
+    """Inference only: no autograd graph (scoped to each test, so other test modules keep grad enabled)."""
+    with torch.no_grad():
+        yield
 
 
 def model(seed=0, dtype=torch.float64, **kw):
@@ -225,7 +230,7 @@ def test_training_caches_weights_and_works_with_grad_disabled(tmp_path):
     assert 10_000 < len(corpus) < 500_000 and int(corpus.max()) < 128  # shipped, ASCII
     assert decode(encode("KV cache")) == "KV cache"
     spec = TrainSpec(GenConfig(width=16, depth=1, heads=2, seq_len=32), steps=3, batch=4)
-    first = trained(spec, cache_dir=tmp_path)  # grad is disabled in this module: training must still work
+    first = trained(spec, cache_dir=tmp_path)  # grad is disabled in these tests: training must still work
     assert len(list(tmp_path.glob("gengpt-*.pt"))) == 1
     again = trained(spec, cache_dir=tmp_path)
     for a, b in zip(first.state_dict().values(), again.state_dict().values(), strict=True):
