@@ -76,3 +76,18 @@ def test_systolic_solution_counts_the_trace():
 
 def test_scaling_solutions_exist():
     assert set(scaling_lab.SOLUTIONS) == {1, 2, 3}
+
+
+def test_planning_worked_solutions():
+    from aihw import comm_roofline
+    from aihw.parallel import context_parallel
+    from aihw.widgets import planning_lab
+
+    expected = {1: comm_roofline.critical_intensity("H100 SXM", "InfiniBand NDR"),
+                2: context_parallel.ring_bytes(context_parallel.RingConfig(), 4),
+                3: comm_roofline.tp_condition("llama-3-70b", 8, "H100 SXM", "InfiniBand NDR").ratio}
+    assert set(planning_lab.WORKED) == set(expected)
+    for n, value in expected.items():
+        derived, text = planning_lab.WORKED[n]()
+        assert check(derived, value, rel_tol=1e-3).ok, (n, derived, value)
+        assert text and "Solution" in str(reveal(planning_lab.SOLUTIONS, n))

@@ -37,6 +37,11 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--recompute", default="none", help="activation recomputation: none, selective, full")
     parser.add_argument("--dropout", action="store_true", help="count dropout masks (1 byte per value)")
     parser.add_argument("--zero", type=int, default=0, help="ZeRO stage 0-3 over the dp replicas")
+    parser.add_argument("--grad-precision", default="param",
+                        help="param (gradients in the weight precision: the ZeRO paper's 16 B/param) or fp32 "
+                             "(Megatron-LM's distributed optimizer: 18 B/param with bf16, 20 with fp16)")
+    parser.add_argument("--attention", default="eager",
+                        help="eager (s x s scores kept, the paper's count) or fused (FlashAttention)")
     parser.add_argument("--dp", type=int, default=1, help="data-parallel degree")
     parser.add_argument("--tp", type=int, default=1, help="tensor-parallel degree (divides heads)")
     parser.add_argument("--pp", type=int, default=1, help="pipeline-parallel degree (divides layers)")
@@ -66,7 +71,8 @@ def config_from_args(args: argparse.Namespace) -> MemoryConfig:
                         optimizer=args.optimizer, master_weights=False if args.no_master else None,
                         batch=args.batch, seq=args.seq, recompute=args.recompute, dropout=args.dropout,
                         zero=args.zero, dp=args.dp, tp=args.tp, pp=args.pp, kv_precision=args.kv_precision,
-                        overhead_fraction=args.overhead)
+                        overhead_fraction=args.overhead, grad_precision=args.grad_precision,
+                        attention=args.attention)
 
 
 def _fit(cfg: MemoryConfig, chip_name: str) -> dict:
