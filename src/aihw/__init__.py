@@ -3,15 +3,11 @@
 Layers, bottom to top (nothing imports upward):
 
 * analytic (standard library + numpy): :mod:`aihw.catalogue.hardware`, :mod:`aihw.precision`,
-<<<<<<< HEAD
-  :mod:`aihw.roofline`, :mod:`aihw.systolic`, :mod:`aihw.exercises`, :mod:`aihw.serving` (no numpy)
+  :mod:`aihw.roofline`, :mod:`aihw.systolic`, :mod:`aihw.exercises`, :mod:`aihw.parallel_dims` (one validated
+  layout), :mod:`aihw.planner` with :mod:`aihw.validation` (published runs) and :mod:`aihw.comm_roofline`,
+  :mod:`aihw.serving` (standard library only)
 * torch experiments: :mod:`aihw.measure.device`, :mod:`aihw.parallel.launch`, :mod:`aihw.measure.roofline`,
   :mod:`aihw.inference` (KV-cached generation, paged cache, batching, speculative and quantized decode)
-=======
-  :mod:`aihw.roofline`, :mod:`aihw.systolic`, :mod:`aihw.exercises`, :mod:`aihw.parallel_dims` (one validated
-  layout), :mod:`aihw.planner` with :mod:`aihw.validation` (published runs) and :mod:`aihw.comm_roofline`
-* torch experiments: :mod:`aihw.measure.device`, :mod:`aihw.parallel.launch`, :mod:`aihw.measure.roofline`
->>>>>>> main
 * plotting (:mod:`aihw.plots`) and widgets (:mod:`aihw.widgets`)
 
 ``import aihw`` loads neither torch, matplotlib nor ipywidgets.

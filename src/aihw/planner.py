@@ -49,11 +49,7 @@ from aihw.catalogue.networks import get_network
 from aihw.flops import flops_per_token, model_flops_per_token
 from aihw.memory import PRECISION_BYTES, MemoryConfig, estimate
 from aihw.model_presets import ModelShape, resolve_model
-<<<<<<< HEAD
-from aihw.pipeline_sim import bubble_fraction
-=======
 from aihw.parallel_dims import ParallelDims, divisors, stage_layers
->>>>>>> main
 
 RECOMPUTE = ("none", "selective", "full")
 ATTENTION = ("fused", "eager")
@@ -207,13 +203,7 @@ class PlanConfig:
     max_tp: int | None = None  # largest TP searched (None: chips per node)
 
     def __post_init__(self) -> None:
-<<<<<<< HEAD
-        if isinstance(self.model, str):
-            object.__setattr__(self, "model", resolve_model(self.model))
-        _check_pins(self)
-=======
         object.__setattr__(self, "model", resolve_model(self.model))
->>>>>>> main
         require_positive("global_batch", self.global_batch, integer=True)
         if self.micro_batch is not None:
             require_positive("micro_batch", self.micro_batch, integer=True)

@@ -13,15 +13,10 @@ def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "plan", help="pick a parallel layout (data, tensor, pipeline, context, expert, ZeRO, recomputation)",
         description="Example: aihw plan --model llama-2-13b --chip h100-sxm --chips-per-node 8 --nodes 4 "
-<<<<<<< HEAD
-                    "--network 'InfiniBand NDR' --global-batch 512 --seq 4096 --mfu 0.4 --top 5 [--json]")
-    parser.add_argument("--model", default="llama-2-13b", help=f"architecture preset ({', '.join(list_presets())}) or a model file (.toml)")
-=======
                     "--network 'InfiniBand NDR' --global-batch 512 --seq 4096 --top 5 [--json]. "
                     "Unpinned degrees are searched.")
     parser.add_argument("--model", default="llama-2-13b",
                         help=f"preset ({', '.join(list_presets())}) or a .toml model file")
->>>>>>> main
     parser.add_argument("--chip", default="H100 SXM", help="catalogue chip (see `aihw hardware list`)")
     parser.add_argument("--chips-per-node", type=int, default=8,
                         help="chips joined by the chip's interconnect (8: HGX node, 72: NVL72 rack, a TPU slice)")
