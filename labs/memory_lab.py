@@ -100,7 +100,7 @@ memory_lab.memory_explorer()
 
 # %%
 view = memory_lab.memory_view(model="llama-2-7b", precision="bf16", optimizer="adamw", batch=1, seq=1024)
-print(view["verdict"].replace("<b>", "").replace("</b>", ""))
+print(view["verdict_text"])
 fig = memory_lab.draw(view)
 plt.show()
 

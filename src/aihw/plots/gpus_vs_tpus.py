@@ -14,16 +14,19 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from aihw.catalogue.hardware import Chip, get_chip
+from aihw.plots.style import COLUMN_WIDTH_IN, legend_outside, styled
 from aihw.roofline import OpEstimate, attainable_flops, ridge_point
 from aihw.simt import ACCESS_FIELDS, AccessCounts
 from aihw.systolic import SystolicResult, SystolicTrace
 
 
+@styled
 def roofline_curve(peak_flops: float, bandwidth: float, intensities: np.ndarray) -> np.ndarray:
     """Attainable FLOP/s at each intensity (vectorised min(peak, I * bandwidth))."""
     return np.minimum(peak_flops, intensities * bandwidth)
 
 
+@styled
 def plot_roofline(chips: Sequence[str | Chip], dtype: str = "bf16", *, ops: Iterable[OpEstimate] = (),
                   measured=None, measured_dtype: str | None = None, ax=None,
                   intensity_range: tuple[float, float] = (0.05, 1e4)):
@@ -33,7 +36,7 @@ def plot_roofline(chips: Sequence[str | Chip], dtype: str = "bf16", *, ops: Iter
     ``best_flops(dtype)`` and ``matmul`` points carrying ``intensity``/``flops_per_s``/``dtype``/``n``).
     Returns the figure. Axes: intensity in FLOP/byte, attainable performance in TFLOP/s, both log scale.
     """
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(8, 5))
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(COLUMN_WIDTH_IN, 5))
     x = np.logspace(np.log10(intensity_range[0]), np.log10(intensity_range[1]), 400)
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, chip in enumerate(chips):
@@ -48,14 +51,15 @@ def plot_roofline(chips: Sequence[str | Chip], dtype: str = "bf16", *, ops: Iter
     for op in ops:
         ax.plot([op.intensity], [op.attainable_flops / 1e12], "k^", ms=8)
         ax.annotate(f"{op.name}\n{op.bound}-bound", (op.intensity, op.attainable_flops / 1e12),
-                    textcoords="offset points", xytext=(6, -18), fontsize=8)
+                    textcoords="offset points", xytext=(6, -18), fontsize="small")
     if measured is not None:
         _plot_measured(ax, measured, measured_dtype or dtype, x)
     ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOP/byte)",
            ylabel="attainable performance (TFLOP/s, dense)", title=f"Roofline, {dtype}")
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
-    fig.subplots_adjust(left=0.1, right=0.97, bottom=0.12, top=0.93)  # fixed layout: tight_layout costs ~0.3 s
+    legend_outside(ax, ncols=1)
+    if ax.figure.get_layout_engine() is None:
+        fig.set_layout_engine("constrained")
     return fig
 
 
@@ -70,13 +74,14 @@ def _plot_measured(ax, measured, dtype: str, x: np.ndarray) -> None:
             label=f"this machine: {dtype} matmuls n={','.join(str(p.n) for p in points)}")
 
 
+@styled
 def plot_attainable_vs_size(chip: str | Chip, sizes: Sequence[int], dtypes: Sequence[str] = ("fp32", "bf16", "fp8"),
                             ax=None):
     """Attainable fraction of peak for n×n×n matmuls as n grows: where each precision becomes compute-bound."""
     from aihw.roofline import square_matmul_intensity
 
     chip = get_chip(chip) if isinstance(chip, str) else chip
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(7, 4))
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(COLUMN_WIDTH_IN, 4))
     for dtype in dtypes:
         if dtype not in chip.flops:
             continue
@@ -84,9 +89,9 @@ def plot_attainable_vs_size(chip: str | Chip, sizes: Sequence[int], dtypes: Sequ
         frac = [attainable_flops(square_matmul_intensity(n, dtype), peak, bw) / peak for n in sizes]
         ax.plot(sizes, frac, marker="o", label=dtype)
     ax.set(xscale="log", xlabel="matrix size n (n×n×n matmul)", ylabel="attainable fraction of peak",
-           title=f"{chip.name}: when does a square matmul become compute-bound?", ylim=(0, 1.05))
+           title=f"{chip.name}: when does a square\nmatmul become compute-bound?", ylim=(0, 1.05))
     ax.grid(True, alpha=0.3)
-    ax.legend()
+    legend_outside(ax, ncols=3)
     fig.tight_layout()
     return fig
 
@@ -124,7 +129,7 @@ class RooflinePlot:
         for op in ops:
             self._artists += self.ax.plot([op.intensity], [op.attainable_flops / 1e12], "k^", ms=8,
                                           label=f"{op.name}: {op.bound}-bound")
-        self._artists.append(self.ax.legend(fontsize=7, loc="lower right"))
+        self._artists.append(self.ax.legend(fontsize="small", loc="lower right"))
         self.ax.set_title(f"Roofline, {dtype}")
 
     def png(self) -> bytes:
@@ -152,6 +157,7 @@ def _axes(ax: Axes | None, figsize: tuple[float, float]) -> Axes:
     return ax
 
 
+@styled
 def plot_utilisation(result: SystolicResult, ax: Axes | None = None) -> Figure:
     """Fraction of PEs doing a useful MAC in each cycle, with its mean."""
     ax = _axes(ax, (7, 3))
@@ -162,10 +168,11 @@ def plot_utilisation(result: SystolicResult, ax: Axes | None = None) -> Figure:
     ax.set_ylabel("PEs doing a useful MAC")
     ax.set_ylim(0, 1.05)
     ax.set_title(f"{cfg.size}x{cfg.size} array, {cfg.dataflow}: C {result.C.shape[0]}x{result.C.shape[1]}")
-    ax.legend(loc="upper right", fontsize="small")
+    legend_outside(ax)
     return ax.figure
 
 
+@styled
 def plot_access_counts(systolic_counts: AccessCounts, simt_counts: AccessCounts,
                        ax: Axes | None = None, *, labels: tuple[str, str] = ("systolic", "SIMT")) -> Figure:
     """Grouped bars of accesses per useful MAC (log scale); a zero is written as "0" above its slot."""
@@ -179,15 +186,16 @@ def plot_access_counts(systolic_counts: AccessCounts, simt_counts: AccessCounts,
         bars = ax.bar(x + offset, np.where(values > 0, values, np.nan), width, label=label)
         for xi, v in zip(x + offset, values, strict=True):
             ax.annotate("0" if v == 0 else f"{v:.3g}", (xi, v if v > 0 else low), ha="center",
-                        va="bottom", fontsize="x-small", color=bars.patches[0].get_facecolor())
+                        va="bottom", fontsize="small", color=bars.patches[0].get_facecolor())
     ax.set_yscale("log")
     ax.set_ylim(low, high)
     ax.set_xticks(x, [_LABELS[name] for name in ACCESS_FIELDS], fontsize="small")
     ax.set_ylabel("element accesses per MAC")
-    ax.legend(fontsize="small")
+    legend_outside(ax)
     return ax.figure
 
 
+@styled
 def plot_trace_step(trace: SystolicTrace, cycle: int, ax: Axes | None = None) -> Figure:
     """The PE grid at one cycle: firing PEs shaded, each cell showing its a, b and partial-sum registers."""
     if not 0 <= cycle < trace.cycles:
@@ -199,7 +207,7 @@ def plot_trace_step(trace: SystolicTrace, cycle: int, ax: Axes | None = None) ->
         for j in range(size):
             text = (f"a {_fmt_value(trace.a[cycle, i, j])}\nb {_fmt_value(trace.b[cycle, i, j])}\n"
                     f"p {_fmt_value(trace.psum[cycle, i, j])}")
-            ax.text(j, i, text, ha="center", va="center", fontsize=7, family="monospace")
+            ax.text(j, i, text, ha="center", va="center", fontsize="small", family="monospace")
     ax.set_xticks(np.arange(size))
     ax.set_yticks(np.arange(size))
     ax.set_xticks(np.arange(size + 1) - 0.5, minor=True)
