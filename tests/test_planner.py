@@ -101,7 +101,7 @@ def test_cli_json_and_errors(capsys):
     assert "Best:" in capsys.readouterr().out
     for bad, words in ((["--nodes", "0"], "nodes"), (["--mfu", "1.5"], "mfu"), (["--mfu", "0"], "mfu"),
                        (["--zero", "x"], "--zero"), (["--top", "0"], "--top"), (["--pp", "3"], "40 layers"),
-                       (["--tp", "3"], "40 attention heads"), (["--micro-batches", "0"], "micro_batches (m)")):
+                       (["--tp", "3"], "40 attention heads"), (["--micro-batches", "0"], "--micro-batches")):
         assert main(["plan", *bad]) == 2
         err = capsys.readouterr().err
         assert err.startswith("aihw: error:") and words in err and err.count("\n") == 1
