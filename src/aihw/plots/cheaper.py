@@ -25,7 +25,7 @@ def _log_ticks(axis) -> None:
 
 
 def _axes(ax, figsize=(COLUMN_WIDTH_IN, 3.8)):
-    return (ax.figure, ax) if ax is not None else plt.subplots(figsize=figsize)
+    return (ax.figure, ax) if ax is not None else plt.subplots(figsize=figsize, layout="constrained")
 
 
 @styled

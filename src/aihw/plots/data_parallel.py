@@ -10,11 +10,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from aihw.collective_cost import ClusterEstimate, LinkModel, all_reduce_time
-from aihw.plots.style import COLUMN_WIDTH_IN, legend_outside, styled
+from aihw.plots.style import COLUMN_WIDTH_IN, legend_outside, styled, tidy
 
 
 def _axes(ax, figsize=(COLUMN_WIDTH_IN, 4.2)):
-    return (ax.figure, ax) if ax is not None else plt.subplots(figsize=figsize)
+    return (ax.figure, ax) if ax is not None else plt.subplots(figsize=figsize, layout="constrained")
 
 
 def _size_axis(ax) -> None:
@@ -55,7 +55,7 @@ def plot_time_vs_size(rows: Sequence[Mapping], *, fits: Mapping[str, LinkModel] 
     _size_axis(ax)
     ax.grid(True, which="both", alpha=0.25)
     legend_outside(ax)
-    fig.tight_layout()
+    tidy(fig)
     return fig
 
 
@@ -70,7 +70,7 @@ def plot_bus_bandwidth(rows: Sequence[Mapping], ax=None):
     _size_axis(ax)
     ax.grid(True, alpha=0.25)
     legend_outside(ax)
-    fig.tight_layout()
+    tidy(fig)
     return fig
 
 
@@ -88,7 +88,7 @@ def plot_loss_curves(per_rank: Sequence[Mapping], *, reference: Mapping | None =
     ax.set(xlabel="step", ylabel="cross-entropy loss", title=f"Data-parallel training ({mode}, {len(per_rank)} ranks)")
     ax.grid(True, alpha=0.25)
     legend_outside(ax)
-    fig.tight_layout()
+    tidy(fig)
     return fig
 
 
@@ -107,7 +107,7 @@ def plot_step_breakdown(rows: Sequence[Mapping], ax=None):
                         textcoords="offset points", xytext=(0, 3), fontsize="small")
     ax.set(ylabel="median time per step (ms)", title="Where a step's time goes")
     legend_outside(ax)
-    fig.tight_layout()
+    tidy(fig)
     return fig
 
 
@@ -125,7 +125,7 @@ def plot_cluster_estimates(estimates: Sequence[ClusterEstimate], *, title: str =
     ax.invert_yaxis()
     ax.set(xlabel="predicted all-reduce time (ms)", title=title or "Gradient all-reduce, alpha-beta model",
            xlim=(0, max(times) * 1.7 if times else 1))
-    fig.tight_layout()
+    tidy(fig)
     return fig
 
 
@@ -141,5 +141,5 @@ def plot_memory_comparison(rows: Sequence[Mapping], ax=None):
     ax.set_xticks(x, labels, fontsize="small")
     ax.set(ylabel="kB per rank (1 kB = 1000 bytes)", title="Per-rank training state: plain DP, ZeRO-1, FSDP")
     legend_outside(ax)
-    fig.tight_layout()
+    tidy(fig)
     return fig

@@ -14,7 +14,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from aihw.catalogue.hardware import Chip, get_chip
-from aihw.plots.style import COLUMN_WIDTH_IN, legend_outside, styled
+from aihw.plots.style import COLUMN_WIDTH_IN, legend_outside, styled, tidy
 from aihw.roofline import OpEstimate, attainable_flops, ridge_point
 from aihw.simt import ACCESS_FIELDS, AccessCounts
 from aihw.systolic import SystolicResult, SystolicTrace
@@ -92,7 +92,7 @@ def plot_attainable_vs_size(chip: str | Chip, sizes: Sequence[int], dtypes: Sequ
            title=f"{chip.name}: when does a square\nmatmul become compute-bound?", ylim=(0, 1.05))
     ax.grid(True, alpha=0.3)
     legend_outside(ax, ncols=3)
-    fig.tight_layout()
+    tidy(fig)
     return fig
 
 

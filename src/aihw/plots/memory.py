@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from aihw.memory import COMPONENTS, GB, MemoryEstimate
-from aihw.plots.style import COLUMN_WIDTH_IN, legend_outside, styled
+from aihw.plots.style import COLUMN_WIDTH_IN, legend_outside, styled, tidy
 
 COLOURS = {"weights": "#1f77b4", "gradients": "#ff7f0e", "optimizer": "#2ca02c", "master_weights": "#9467bd",
            "activations": "#d62728", "kv_cache": "#8c564b", "overhead": "#7f7f7f", "peak": "#17becf"}
@@ -45,7 +45,7 @@ def plot_breakdown(estimates: MemoryEstimate | Mapping[str, MemoryEstimate], *, 
     ax.set_title("per device" if per_device else "one device holding everything")
     ax.set_ylim(0, max(bottom.max(), (capacity_bytes or 0) / GB) * 1.15 or 1)
     legend_outside(ax)
-    fig.tight_layout()
+    tidy(fig)
     return fig
 
 
@@ -67,7 +67,7 @@ def plot_predicted_vs_measured(rows: Sequence[Mapping], *, ax=None, title: str =
     ax.set_ylabel("MB (1e6 bytes)")
     ax.set_title(title or "predicted vs measured (ratio = measured / predicted)")
     legend_outside(ax)
-    fig.tight_layout()
+    tidy(fig)
     return fig
 
 
@@ -104,7 +104,7 @@ def plot_prediction_with_measurement(estimate: MemoryEstimate, rows: Sequence[Ma
     ax.set_ylabel("MB (1e6 bytes)")
     ax.set_title(title or "the same config, predicted and measured")
     legend_outside(ax)
-    fig.tight_layout()
+    tidy(fig)
     return fig
 
 
@@ -123,5 +123,5 @@ def plot_measured_scatter(rows: Sequence[Mapping], *, ax=None, band: float = 0.1
     ax.fill_between(line, line * (1 - band), line * (1 + band), color="grey", alpha=0.2, label=f"+-{band:.0%}")
     ax.set(xscale="log", yscale="log", xlabel="predicted bytes", ylabel="measured bytes")
     legend_outside(ax)
-    fig.tight_layout()
+    tidy(fig)
     return fig

@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.patches import Patch
 
 from aihw.pipeline_sim import SimulatedRun, TimelineEvent, bubble_fraction, idle_events
-from aihw.plots.style import COLUMN_WIDTH_IN, legend_outside, styled
+from aihw.plots.style import COLUMN_WIDTH_IN, legend_outside, styled, tidy
 
 COLOURS = {"forward": "#4c78a8", "backward": "#f58518", "send": "#54a24b", "recv": "#b279a2",
            "idle": "#e8e8e8"}
@@ -48,7 +48,7 @@ def plot_timeline(events: Sequence[TimelineEvent], *, stages: int | None = None,
     ax.set_title(title)
     handles = [Patch(color=COLOURS[k], label=LABELS[k]) for k in COLOURS if k in seen]
     ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncols=3, frameon=False)
-    fig.tight_layout()
+    tidy(fig)
     return fig
 
 
@@ -72,7 +72,7 @@ def plot_measured_and_simulated(measured: Sequence[TimelineEvent], step_s: float
                         f"{measured_bubble:.1%} (theory {bubble_fraction(simulated.p, simulated.m):.1%})")
     plot_timeline(simulated.events, stages=simulated.p, step_s=simulated.step_s, unit="ms", ax=bottom,
                   title=f"simulated with the measured stage times: bubble {simulated.bubble:.1%}")
-    fig.tight_layout()
+    tidy(fig)
     return fig
 
 
@@ -91,7 +91,7 @@ def plot_bubble_vs_m(p_values: Sequence[int], m_max: int, *, measured: dict | No
     ax.set_ylabel("bubble (idle share of the step)")
     ax.set_ylim(0, 1)
     legend_outside(ax)
-    fig.tight_layout()
+    tidy(fig)
     return fig
 
 
@@ -110,5 +110,5 @@ def plot_layout_times(layouts: Sequence, *, top: int = 6, ax=None):
     ax.invert_yaxis()
     ax.set_xlabel("estimated step time (s)")
     legend_outside(ax, ncols=3)
-    fig.tight_layout()
+    tidy(fig)
     return fig

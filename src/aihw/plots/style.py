@@ -109,6 +109,14 @@ def panels(n: int, *, row_height: float = ROW_HEIGHT_IN, **kwargs):
     return fig, (list(axes) if n > 1 else [axes])
 
 
+def tidy(fig):
+    """Lay ``fig`` out without overlaps (constrained layout, which also makes room for legends outside the axes)
+    unless the caller chose a layout already; returns ``fig``."""
+    if fig.get_layout_engine() is None:
+        fig.set_layout_engine("constrained")
+    return fig
+
+
 def legend_outside(ax, *, where: str = "below", ncols: int | None = None, **kwargs):
     """A legend off the data: a row below the axes (``where="below"``) or a column on the right."""
     handles, labels = ax.get_legend_handles_labels()
@@ -136,4 +144,4 @@ def small_text(fig) -> list[tuple[str, float]]:
 
 
 __all__ = ["COLUMN_WIDTH_IN", "ROW_HEIGHT_IN", "MIN_FONT_PT", "BASE_FONT_PT", "PALETTE", "RC", "book_style",
-           "styled", "setup_book", "subplots", "panels", "legend_outside", "rendered_font_px", "small_text"]
+           "styled", "setup_book", "subplots", "panels", "tidy", "legend_outside", "rendered_font_px", "small_text"]
