@@ -170,7 +170,7 @@ check(answer_3, digits.linear_flops(variants["−75% neurons"], 1), rel_tol=0, u
 # %% [markdown]
 # ### Solutions (the checker itself is tested here)
 
-# %%
+# %% tags=["hide-input"]
 solutions = [
     check(256 * 64 // 2 + (256 * 64 // 32) * 4, packed_bytes((256, 64), QuantScheme("int4", PerGroup(32))),
           rel_tol=0),

@@ -176,7 +176,7 @@ check(answer_4, expected_4, rel_tol=0.001, unit="bytes", hint="2(p-1) steps, eac
 # %% [markdown]
 # ### Solutions (the checker itself is tested here)
 
-# %%
+# %% tags=["hide-input"]
 solutions = [
     check(14 * 5e-6 * 1e3 + 2 * 7 / 8 * 1e9 / 450e9 * 1e3, expected_1, rel_tol=0.001),
     check(2**30 / 12e-3 * 2 * 15 / 16 / 1e9, expected_2, rel_tol=0.001),

@@ -163,7 +163,7 @@ check(answer_3, systolic.predicted_cycles(4, 3, 3, size=3, dataflow="weight-stat
 # %% [markdown]
 # ### Solutions (the checker itself is tested here)
 
-# %%
+# %% tags=["hide-input"]
 solutions = [
     check(roofline.ridge_point(h100.peak_flops("bf16"), h100.bandwidth_bytes_per_s),
           roofline.ridge_point(h100.peak_flops("bf16"), h100.bandwidth_bytes_per_s)),

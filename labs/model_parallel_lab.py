@@ -195,7 +195,7 @@ check(answer_4, pipeline_sim.simulate("1f1b", 4, 8).bubble / pipeline_sim.simula
 # %% [markdown]
 # ### Solutions (the checker itself is tested here)
 
-# %%
+# %% tags=["hide-input"]
 solutions = [
     check(7 / 31, pipeline_sim.bubble_fraction(8, 24), rel_tol=1e-9),
     check(8, pipeline_sim.peak_in_flight("1f1b", 8, 24, 0), rel_tol=0),
