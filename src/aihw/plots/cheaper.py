@@ -53,7 +53,7 @@ def plot_weight_grid(values: np.ndarray, levels: np.ndarray, *, title: str = "",
 def plot_layer_sqnr(rows: Sequence[Mapping], ax=None):
     """Grouped bars of signal-to-quantization-noise ratio (dB) per layer and scheme (rows from
     :func:`aihw.cheaper.quantize_model.layer_errors`). Higher is better; each extra bit adds about 6 dB."""
-    fig, ax = _axes(ax, (7.5, 4))
+    fig, ax = _axes(ax, (COLUMN_WIDTH_IN, 4))
     layers = list(dict.fromkeys(r["layer"] for r in rows))
     schemes = list(dict.fromkeys(r["scheme"] for r in rows))
     width = 0.8 / len(schemes)
@@ -69,7 +69,7 @@ def plot_layer_sqnr(rows: Sequence[Mapping], ax=None):
 @styled
 def plot_scheme_accuracy(rows: Sequence[Mapping], *, baseline: float, ax=None):
     """Test accuracy (%) per quantization scheme (rows with "scheme", "accuracy"), against fp32's."""
-    fig, ax = _axes(ax, (7.5, 4))
+    fig, ax = _axes(ax, (COLUMN_WIDTH_IN, 4))
     names = [r["scheme"] for r in rows]
     acc = [100 * r["accuracy"] for r in rows]
     ax.barh(np.arange(len(rows)), acc, color="#4c72b0")
@@ -147,7 +147,7 @@ def plot_distillation(rows: Sequence[Mapping], *, control: float, teacher: float
 @styled
 def plot_accuracy_bars(accuracies: Mapping[str, float], *, title: str = "", ax=None):
     """Test accuracy (%) of a few named models as horizontal bars, the value printed on each."""
-    fig, ax = _axes(ax, (6.5, 2.8))
+    fig, ax = _axes(ax, (COLUMN_WIDTH_IN, 2.8))
     names = list(accuracies)
     vals = [100 * accuracies[n] for n in names]
     bars = ax.barh(np.arange(len(names)), vals, color="#8172b2")

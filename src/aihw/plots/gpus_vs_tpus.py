@@ -160,7 +160,7 @@ def _axes(ax: Axes | None, figsize: tuple[float, float]) -> Axes:
 @styled
 def plot_utilisation(result: SystolicResult, ax: Axes | None = None) -> Figure:
     """Fraction of PEs doing a useful MAC in each cycle, with its mean."""
-    ax = _axes(ax, (7, 3))
+    ax = _axes(ax, (COLUMN_WIDTH_IN, 3.2))
     cfg = result.config
     ax.plot(np.arange(result.cycles), result.utilisation, lw=1, label="per cycle")
     ax.axhline(result.mean_utilisation, color="C3", ls="--", label=f"mean {result.mean_utilisation:.1%}")
@@ -176,7 +176,7 @@ def plot_utilisation(result: SystolicResult, ax: Axes | None = None) -> Figure:
 def plot_access_counts(systolic_counts: AccessCounts, simt_counts: AccessCounts,
                        ax: Axes | None = None, *, labels: tuple[str, str] = ("systolic", "SIMT")) -> Figure:
     """Grouped bars of accesses per useful MAC (log scale); a zero is written as "0" above its slot."""
-    ax = _axes(ax, (9, 3.5))
+    ax = _axes(ax, (COLUMN_WIDTH_IN, 4.0))
     x = np.arange(len(ACCESS_FIELDS))
     width = 0.38
     rows = [np.array([c.per_mac()[name] for name in ACCESS_FIELDS]) for c in (systolic_counts, simt_counts)]

@@ -15,13 +15,13 @@ from __future__ import annotations
 import html
 
 import ipywidgets as W
-import matplotlib.pyplot as plt
 
 from aihw.catalogue import hardware
 from aihw.memory import GB, OPTIMIZER_STATE_BYTES, PRECISION_BYTES, RECOMPUTE, GiB, MemoryConfig, estimate
 from aihw.memory_fit import devices_needed
 from aihw.model_presets import ModelShape, list_presets
 from aihw.plots.memory import COLOURS, plot_breakdown, plot_prediction_with_measurement
+from aihw.plots.style import subplots
 from aihw.widgets._common import error_box, guarded_run, run_button, show_error, show_figure
 
 CUSTOM = "custom (raw dims)"
@@ -84,7 +84,7 @@ def draw(view: dict, measured: list[dict] | None = None):
     if measured:
         return plot_prediction_with_measurement(
             est, measured, title=f"{est.config.model.name}: predicted and measured (fp32, one device)")
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig, ax = subplots(row_height=3.9)
     plot_breakdown({"one device holds all": _as_total(est), f"per device ({est.devices} devices)": est},
                    ax=ax, capacity_bytes=view["capacity_bytes"])
     ax.set_title(est.config.model.name if est.config.model else "", fontsize=10)
