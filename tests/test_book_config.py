@@ -64,3 +64,41 @@ def test_lab_has_at_least_three_checked_exercises_and_assertions(lab):
     source = "".join("".join(c["source"]) for c in json.loads(lab.read_text())["cells"] if c["cell_type"] == "code")
     assert len(re.findall(r"\bcheck\(", source)) >= 3
     assert "assert " in source
+
+
+def test_bibliography_has_no_duplicates():
+    """One entry per work: no two keys with the same title, arXiv id or DOI (duplicates print twice)."""
+    text = (ROOT / "references.bib").read_text()
+    entries = re.findall(r"@\w+\{([^,]+),(.*?)\n\}", text, re.S)
+    assert entries
+    seen: dict[str, str] = {}
+    for key, body in entries:
+        for field in ("title", "eprint", "doi"):
+            found = re.search(rf"^\s*{field}\s*=\s*[{{\"](.+?)[}}\"],?\s*$", body, re.M | re.I)
+            if found:
+                value = field + ":" + re.sub(r"[^a-z0-9]", "", found.group(1).lower())
+                assert value not in seen, f"{key} duplicates {seen[value]} ({field})"
+                seen[value] = key
+    cited = set(re.findall(r"\{cite[^}]*\}`([^`]+)`", "".join(p.read_text() for p in (ROOT / "chapters").glob("*.md"))))
+    keys = {k.strip() for k, _ in entries}
+    missing = {c.strip() for group in cited for c in group.split(",")} - keys
+    assert not missing, f"cited but not in references.bib: {sorted(missing)}"
+
+
+def test_lab_headings_are_not_numbered_by_hand():
+    """The book numbers the labs' sections (2.1, 2.2 ...): a heading "## 1. Predict" would be numbered twice."""
+    for lab in LABS:
+        for cell in json.loads(lab.read_text())["cells"]:
+            if cell["cell_type"] == "markdown":
+                for line in "".join(cell["source"]).splitlines():
+                    assert not re.match(r"#{2,}\s+\d+\.\s", line), f"{lab.name}: {line}"
+
+
+def test_no_placeholder_launch_urls():
+    launch = CONFIG["launch_buttons"]
+    for key in ("jupyterhub_url", "binderhub_url", "colab_url"):
+        url = launch.get(key) or ""
+        assert "example" not in url and "placeholder" not in url.lower(), f"{key}: {url}"
+    assert (ROOT / "binder" / "requirements.txt").is_file()
+    assert CONFIG["logo"] and (ROOT / CONFIG["logo"]).is_file()
+    assert (ROOT / CONFIG["html"]["favicon"]).is_file()
