@@ -266,9 +266,12 @@ def test_figure_text_is_legible_on_a_phone(phone):
     problems, checked = [], 0
     for rel, report in phone.items():
         for img in report["images"]:
-            path = root / unquote(urlsplit(img["src"]).path).lstrip("/")
-            if "_static" in path.parts or not path.is_file() or img["width"] < 100:
-                continue  # logos and icons
+            if img["width"] < 100:
+                continue  # icons
+            inline = img["src"].startswith("data:")  # e.g. the frames of an animation
+            path = Path("inline") if inline else root / unquote(urlsplit(img["src"]).path).lstrip("/")
+            if not inline and ("_static" in path.parts or not path.is_file()):
+                continue  # logos
             if path.suffix == ".svg":
                 found = _svg_min_font_px(path, img["width"])
                 if found is None:
@@ -277,7 +280,7 @@ def test_figure_text_is_legible_on_a_phone(phone):
                 px, text = found
             else:
                 px = img["width"] / max(img["natural"], 1) * MIN_FONT_PT * RASTER_DPI / 72
-                text = f"raster {img['natural']} px shown at {img['width']:.0f} px"
+                text = f"{'inline ' if inline else ''}raster {img['natural']} px shown at {img['width']:.0f} px"
             checked += 1
             if px < MIN_FIGURE_TEXT_PX:
                 problems.append(f"{rel}: {path.name} smallest text {px:.1f} px ({text})")
