@@ -20,6 +20,7 @@ from sphinx import addnodes
 
 WORDS_PER_MINUTE = 200
 MINUTES_PER_LAB_CELL = 3
+UNTIMED_PARTS = {"Reference"}  # glossary and bibliography: looked up, not read through
 CODE_CELL = re.compile(r"```\{code-cell\}.*?```", re.S)
 FRONT_MATTER = re.compile(r"\A---\n.*?\n---\n", re.S)
 
@@ -53,8 +54,9 @@ def book_map(root: Path) -> list[dict]:
             slug = file.split("/", 1)[1]
             lab = f"labs/{slug}_lab"
             chapter_path = root / f"{file}.md"
+            timed = part.get("caption") not in UNTIMED_PARTS
             row = {"part": part.get("caption", ""), "chapter": file,
-                   "chapter_min": reading_minutes(chapter_path) if chapter_path.exists() else None,
+                   "chapter_min": reading_minutes(chapter_path) if chapter_path.exists() and timed else None,
                    "lab": lab if lab in files and (root / f"{lab}.ipynb").exists() else None, "lab_min": None}
             if row["lab"]:
                 row["lab_min"] = lab_minutes(root / f"{lab}.ipynb")
@@ -106,14 +108,16 @@ class BookMap(Directive):
             tr = nodes.row()
             tr += _entry(row["part"] if row["part"] != last_part else "")
             last_part = row["part"]
-            tr += _entry(_doc_link(row["chapter"]), f" ({row['chapter_min']} min)")
+            timing = f" ({row['chapter_min']} min)" if row["chapter_min"] else ""
+            tr += _entry(_doc_link(row["chapter"]), timing)
             tr += _entry(_doc_link(row["lab"]), f" ({row['lab_min']} min)") if row["lab"] else _entry("–")
-            tr += _entry(f"{(row['chapter_min'] or 0) + (row['lab_min'] or 0)} min")
+            minutes = (row["chapter_min"] or 0) + (row["lab_min"] or 0)
+            tr += _entry(f"{minutes} min" if minutes else "–")
             body += tr
         total = sum((r["chapter_min"] or 0) + (r["lab_min"] or 0) for r in rows)
         tr = nodes.row()
         tr += _entry("")
-        tr += _entry(f"{len(rows)} chapters")
+        tr += _entry(f"{sum(1 for r in rows if r['chapter_min'])} chapters")
         tr += _entry(f"{sum(1 for r in rows if r['lab'])} labs")
         tr += _entry(f"about {total / 60:.0f} h")
         body += tr

@@ -102,3 +102,20 @@ def test_no_placeholder_launch_urls():
     assert (ROOT / "binder" / "requirements.txt").is_file()
     assert CONFIG["logo"] and (ROOT / CONFIG["logo"]).is_file()
     assert (ROOT / CONFIG["html"]["favicon"]).is_file()
+
+
+def test_landing_page_map_follows_the_toc():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("book_map", ROOT / "_ext" / "book_map.py")
+    book_map = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(book_map)
+    rows = book_map.book_map(ROOT)
+    assert [r["chapter"] for r in rows] == [f for f in _toc_files() if f.startswith("chapters/")]
+    for r in rows:
+        if r["part"] != "Reference":
+            assert r["chapter_min"] >= 5 and r["chapter_min"] % 5 == 0, r
+        if r["lab"]:
+            assert r["lab"] in _toc_files() and r["lab_min"] >= 5
+    intro = (ROOT / "intro.md").read_text()
+    assert "```{book-map}" in intro and "## Prerequisites" in intro and "## What you will be able to do" in intro

@@ -194,7 +194,7 @@ PHONE_JS = """async () => {
     images: [...article.querySelectorAll("img")].filter(visible).map(i => ({
       src: i.currentSrc || i.src, width: i.getBoundingClientRect().width, natural: i.naturalWidth})),
     solutions: [...article.querySelectorAll(".solution")].map(s => ({
-      visible_body: [...s.children].filter(c => !c.classList.contains("admonition-title") && visible(c)).length,
+      visible_body: [...s.children].filter(c => !c.classList.contains("admonition-title") && c.offsetHeight > 0).length,
       dropdown: s.classList.contains("dropdown") || s.classList.contains("toggle")})),
     text: article.innerText,
   };

@@ -4,6 +4,7 @@ returns the figure. Sizes in bytes (KiB/MiB on the axis), bandwidth in GB/s (1e9
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
@@ -119,12 +120,13 @@ def plot_cluster_estimates(estimates: Sequence[ClusterEstimate], *, title: str =
     times = [e.time_s * 1e3 for e in estimates]
     ax.barh(y, times, color="tab:blue")
     for i, e in enumerate(estimates):
-        ax.annotate(f"{e.time_s * 1e3:,.0f} ms  ({e.link})", (times[i], i), xytext=(4, 0),
+        ax.annotate(f"{e.time_s * 1e3:,.0f} ms", (times[i], i), xytext=(4, 0),
                     textcoords="offset points", va="center", fontsize="small")
-    ax.set_yticks(y, [e.label for e in estimates], fontsize="small")
+    ax.set_yticks(y, [f"{e.label}\n({e.link})" for e in estimates], fontsize="small")
     ax.invert_yaxis()
-    ax.set(xlabel="predicted all-reduce time (ms)", title=title or "Gradient all-reduce, alpha-beta model",
-           xlim=(0, max(times) * 1.7 if times else 1))
+    title = "\n".join(textwrap.wrap(title or "Gradient all-reduce, alpha-beta model", 40))
+    ax.set(xlabel="predicted all-reduce time (ms)", title=title,
+           xlim=(0, max(times) * 1.25 if times else 1))
     tidy(fig)
     return fig
 

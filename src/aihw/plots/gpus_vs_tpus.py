@@ -50,8 +50,10 @@ def plot_roofline(chips: Sequence[str | Chip], dtype: str = "bf16", *, ops: Iter
         ax.plot([ridge_point(peak, bw)], [peak / 1e12], "o", color=colour, ms=5)
     for op in ops:
         ax.plot([op.intensity], [op.attainable_flops / 1e12], "k^", ms=8)
+        right = op.intensity > np.sqrt(intensity_range[0] * intensity_range[1]) * 10  # label inside the axes
         ax.annotate(f"{op.name}\n{op.bound}-bound", (op.intensity, op.attainable_flops / 1e12),
-                    textcoords="offset points", xytext=(6, -18), fontsize="small")
+                    textcoords="offset points", xytext=(-6, -26) if right else (6, -18), fontsize="small",
+                    ha="right" if right else "left")
     if measured is not None:
         _plot_measured(ax, measured, measured_dtype or dtype, x)
     ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOP/byte)",

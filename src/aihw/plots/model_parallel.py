@@ -47,7 +47,7 @@ def plot_timeline(events: Sequence[TimelineEvent], *, stages: int | None = None,
     ax.set_xlabel(f"time ({unit})" if unit else "time (units of one forward)")
     ax.set_title(title)
     handles = [Patch(color=COLOURS[k], label=LABELS[k]) for k in COLOURS if k in seen]
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncols=3, frameon=False)
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncols=2, frameon=False)
     tidy(fig)
     return fig
 

@@ -69,13 +69,30 @@ def book_style() -> Iterator[None]:
         yield
 
 
+def plain_log_labels(fig):
+    """Label log axes ``0.01, 1, 100, 1e+04`` instead of ``10^{-2}``: a superscript is drawn at 70% of the tick
+    size, below the minimum text size. Axes with their own formatter are left alone. Returns ``fig``."""
+    from matplotlib.ticker import FuncFormatter, LogFormatterSciNotation
+
+    for ax in getattr(fig, "axes", ()):
+        for axis in (ax.xaxis, ax.yaxis):
+            if axis.get_scale() == "log" and type(axis.get_major_formatter()) is LogFormatterSciNotation:
+                axis.set_major_formatter(FuncFormatter(_plain))
+    return fig
+
+
+def _plain(value: float, _pos=None) -> str:
+    return f"{value:g}"
+
+
 def styled(func: F) -> F:
-    """Decorator: run a plot function under :func:`book_style`."""
+    """Decorator: run a plot function under :func:`book_style` (and label its log axes in plain numbers)."""
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         with book_style():
-            return func(*args, **kwargs)
+            result = func(*args, **kwargs)
+            return plain_log_labels(result) if isinstance(result, mpl.figure.Figure) else result
 
     return wrapper  # type: ignore[return-value]
 
@@ -124,7 +141,8 @@ def legend_outside(ax, *, where: str = "below", ncols: int | None = None, **kwar
         return None
     if where == "right":
         return ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **kwargs)
-    ncols = ncols or min(len(handles), 2)
+    longest = max(len(label) for label in labels)
+    ncols = ncols or (1 if longest > 24 else min(len(handles), 2 if longest > 12 else 3))
     return ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=ncols, borderaxespad=0.0, **kwargs)
 
 
@@ -144,4 +162,4 @@ def small_text(fig) -> list[tuple[str, float]]:
 
 
 __all__ = ["COLUMN_WIDTH_IN", "ROW_HEIGHT_IN", "MIN_FONT_PT", "BASE_FONT_PT", "PALETTE", "RC", "book_style",
-           "styled", "setup_book", "subplots", "panels", "tidy", "legend_outside", "rendered_font_px", "small_text"]
+           "styled", "plain_log_labels", "setup_book", "subplots", "panels", "tidy", "legend_outside", "rendered_font_px", "small_text"]
