@@ -119,3 +119,42 @@ def test_landing_page_map_follows_the_toc():
             assert r["lab"] in _toc_files() and r["lab_min"] >= 5
     intro = (ROOT / "intro.md").read_text()
     assert "```{book-map}" in intro and "## Prerequisites" in intro and "## What you will be able to do" in intro
+
+
+CHAPTERS = sorted((ROOT / "chapters").glob("*.md"))
+CODE_CELL = re.compile(r"```\{code-cell\}[^\n]*\n(.*?)```", re.S)
+
+
+def _code_cells(path: Path) -> list[tuple[dict, str]]:
+    """(options, code) of each code cell of a MyST chapter (YAML block or :key: lines)."""
+    cells = []
+    for match in CODE_CELL.finditer(path.read_text()):
+        body = match.group(1)
+        if body.startswith("---\n"):
+            head, _, code = body[4:].partition("\n---\n")
+            cells.append((yaml.safe_load(head) or {}, code))
+        else:
+            lines = body.split("\n")
+            opts = {}
+            while lines and lines[0].startswith(":"):
+                key, _, value = lines.pop(0)[1:].partition(":")
+                opts[key] = value.strip()
+            cells.append((opts, "\n".join(lines)))
+    return cells
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.name)
+def test_every_figure_and_table_is_numbered_captioned_and_described(chapter):
+    names = []
+    for opts, code in _code_cells(chapter):
+        if "plt.show()" in code:
+            figure = (opts.get("mystnb") or {}).get("figure") or {}
+            image = (opts.get("mystnb") or {}).get("image") or {}
+            assert figure.get("caption") and figure.get("name", "").startswith("fig-"), code[:200]
+            assert len(image.get("alt", "")) > 30, f"alt text missing: {code[:200]}"
+            assert "markdown_table(" not in code, "a figure cell's table would share the figure's name"
+            names.append(figure["name"])
+        if "markdown_table(" in code and "import" not in code.split("markdown_table(")[0].splitlines()[-1]:
+            assert code.count("caption=") >= code.count("markdown_table("), code[:200]
+    assert len(names) == len(set(names))
+    assert "setup_book()" in chapter.read_text() or not names, "the chapter must apply the book's figure style"
