@@ -158,3 +158,18 @@ def test_every_figure_and_table_is_numbered_captioned_and_described(chapter):
             assert code.count("caption=") >= code.count("markdown_table("), code[:200]
     assert len(names) == len(set(names))
     assert "setup_book()" in chapter.read_text() or not names, "the chapter must apply the book's figure style"
+
+
+TESTED_CHAPTERS = ("gpus_vs_tpus", "transformer_math", "memory", "data_parallel", "model_parallel", "cheaper",
+                   "scaling")
+
+
+@pytest.mark.parametrize("slug", TESTED_CHAPTERS)
+def test_chapter_quotes_the_seed_claims_and_gives_verdicts(slug):
+    text = (ROOT / "chapters" / f"{slug}.md").read_text()
+    assert ":class: seed-claims" in text and "_snippets/seed_claims.md" in text
+    assert ":class: seed-verdicts" in text
+    assert text.index(":class: seed-claims") < text.index(":class: seed-verdicts")
+    verdicts = text[text.index(":class: seed-verdicts"):]
+    assert re.search(r"\*\*(confirmed|refined|refuted)", verdicts), "a verdict per claim"
+    assert "*Design problem.*" in text and ":class: dropdown" in text, "a design problem with a folded solution"
