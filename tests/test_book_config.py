@@ -158,6 +158,9 @@ def test_every_figure_and_table_is_numbered_captioned_and_described(chapter):
             assert code.count("caption=") >= code.count("markdown_table("), code[:200]
     assert len(names) == len(set(names))
     assert "setup_book()" in chapter.read_text() or not names, "the chapter must apply the book's figure style"
+    for _, code in _code_cells(chapter):  # a figure or table call edited by hand must still be Python
+        if not any(line.lstrip().startswith(("%", "!")) for line in code.splitlines()):
+            compile(code, str(chapter), "exec")
 
 
 TESTED_CHAPTERS = ("gpus_vs_tpus", "transformer_math", "memory", "data_parallel", "model_parallel", "cheaper",
