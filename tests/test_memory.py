@@ -125,7 +125,7 @@ def test_fit_table_uses_catalogue():
 
 @pytest.mark.parametrize("kwargs, match", [
     (dict(params=0), "params"), (dict(params=-5), "params"), (dict(model="llama2-7b"), "llama-2-7b"),
-    (dict(model="gpt2-small", tp=5), "tp=5"), (dict(model="gpt2-small", pp=5), "pp=5"),
+    (dict(model="gpt2-small", tp=5), "tp=5"), (dict(model="gpt2-small", pp=13), "pp=13 stages exceed the 12 layers"),
     (dict(params=1e9, zero=4), "zero"), (dict(params=1e9, batch=0), "batch"), (dict(params=1e9, precision="fp12"),
                                                                                 "precision"),
     (dict(), "exactly one"), (dict(model=ModelShape("g", 768, 2, 12, vocab=9, max_seq=8, kv_heads=4), tp=6), "kv_heads=4"),
@@ -161,6 +161,7 @@ def test_properties_presets(name, zero, dp, tp, pp, batch, seq, recompute, mode)
     m = PRESETS[name]
     if m.heads % tp or m.layers % pp or (m.n_kv_heads % tp and tp % m.n_kv_heads):
         return
+    seq = min(seq, m.max_seq)  # a learned position table (GPT-2) has no rows beyond max_seq: refused
     cfg = MemoryConfig(model=m, zero=zero, dp=dp, tp=tp, pp=pp, batch=batch, seq=seq, recompute=recompute,
                        mode=mode)
     e = estimate(cfg)
@@ -204,6 +205,31 @@ def test_cli_table_and_errors(capsys):
                        (["--params", "1e9", "--mode", "serve"], "mode")):
         code, out = _cli(["memory", *argv], capsys)
         assert code == 2 and word in out.err and len(out.err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("precision, grad, replicated, sharded", [
+    ("bf16", "param", 16, 12),  # the ZeRO paper's accounting: 2 + 2 + 12 (ZeRO-1: 4 + 12/d)
+    ("bf16", "fp32", 18, 12),  # Megatron-LM distributed optimizer: 6 + 12/d
+    ("fp16", "fp32", 20, 16),  # 4 + 16/d: the fp32 main gradient is sharded with the optimizer
+    ("fp32", "fp32", 16, 8),  # 8 + 8/d
+])
+def test_gradient_precision_matches_megatron_table(precision, grad, replicated, sharded):
+    d = 8
+    cfg = MemoryConfig(params=1e9, precision=precision, grad_precision=grad, dp=d)
+    state = ("weights", "gradients", "optimizer", "master_weights")
+    assert sum(estimate(cfg).total[k] for k in state) / 1e9 == pytest.approx(replicated)
+    zero1 = estimate(dataclasses.replace(cfg, zero=1)).per_device
+    assert sum(zero1[k] for k in state) / 1e9 == pytest.approx(replicated - sharded + sharded / d)
+
+
+def test_zero3_gather_buffers_and_keep_gathered():
+    base = MemoryConfig(model="llama-2-7b", seq=1024, zero=3, dp=8)
+    sharded = estimate(base).per_device["weights"]
+    layer = get_preset("llama-2-7b").layer_params() * 2  # bf16
+    assert sharded == pytest.approx(estimate(dataclasses.replace(base, dp=1, zero=0)).per_device["weights"] / 8
+                                    + 2 * layer)
+    kept = estimate(dataclasses.replace(base, zero3_keep_gathered=True)).per_device["weights"]
+    assert kept > sharded
 
 
 def test_mistral_kv_cache_honours_its_sliding_window():

@@ -3,8 +3,11 @@
 Layers, bottom to top (nothing imports upward):
 
 * analytic (standard library + numpy): :mod:`aihw.catalogue.hardware`, :mod:`aihw.precision`,
-  :mod:`aihw.roofline`, :mod:`aihw.systolic`, :mod:`aihw.exercises`
-* torch experiments: :mod:`aihw.measure.device`, :mod:`aihw.parallel.launch`, :mod:`aihw.measure.roofline`
+  :mod:`aihw.roofline`, :mod:`aihw.systolic`, :mod:`aihw.simt`, :mod:`aihw.energy`, :mod:`aihw.exercises`,
+  :mod:`aihw.parallel_dims` (one validated layout), :mod:`aihw.planner` with :mod:`aihw.validation` (published
+  runs) and :mod:`aihw.comm_roofline`
+* torch experiments: :mod:`aihw.measure.device`, :mod:`aihw.parallel.launch`, :mod:`aihw.measure.roofline`,
+  :mod:`aihw.accel` (memory hierarchy, fusion, attention, Triton kernel, profile, power counters)
 * plotting (:mod:`aihw.plots`) and widgets (:mod:`aihw.widgets`)
 
 ``import aihw`` loads neither torch, matplotlib nor ipywidgets.

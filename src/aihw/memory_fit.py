@@ -21,11 +21,13 @@ def _per_device(cfg: MemoryConfig, **changes) -> float:
 
 def _zero_devices(cfg: MemoryConfig, capacity: float, max_devices: int) -> int | None:
     """Smallest dp whose per-device bytes fit: per-device = fixed + sharded/dp, solved in closed form."""
-    one, two = _per_device(cfg, dp=1), _per_device(cfg, dp=2)
-    sharded = 2 * (one - two)
-    fixed = one - sharded
+    one = _per_device(cfg, dp=1)
     if one <= capacity:
         return 1
+    # per-device = fixed + sharded / dp for dp >= 2 (ZeRO-3's gather buffers exist only from dp = 2 on)
+    two, four = _per_device(cfg, dp=2), _per_device(cfg, dp=4)
+    sharded = 4 * (two - four)
+    fixed = two - sharded / 2
     if sharded <= 0 or fixed >= capacity:
         return None
     dp = max(1, math.ceil(sharded / (capacity - fixed)))

@@ -7,10 +7,15 @@ load time instead of quietly bending a roofline plot. Standard library only.
 Conventions: GB = 1e9 bytes, GiB = 2**30 bytes; FLOP/s are dense (2:4-sparse figures live apart, in
 ``Chip.sparse_flops``); interconnect figures say direction (bidirectional or per-direction) and scope
 (whole chip or one link).
+
+``anatomy`` (optional per chip) holds what the chip is made of: for GPUs the SM count, register file and shared
+memory per SM, L2, tensor-core generation and dense 16-bit FLOP per clock per SM; for TPUs the TensorCores per
+chip, MXUs per TensorCore and MXU size. Each is a sourced figure like the rest (``ANATOMY_UNITS`` lists them).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import tomllib
@@ -41,7 +46,13 @@ _FIGURE_KEYS = FIGURE_KEYS
 _INTERCONNECT_KEYS = _FIGURE_KEYS | {"name", "links", "direction", "scope"}
 _PRICE_KEYS = _FIGURE_KEYS | {"provider", "region"}
 _CHIP_KEYS = {"key", "name", "aliases", "vendor", "kind", "architecture", "year", "flops", "sparse_flops",
-              "memory", "memory_bandwidth", "interconnect", "power", "price"}
+              "memory", "memory_bandwidth", "interconnect", "power", "price", "anatomy"}
+# optional anatomy figures -> the base unit each must convert to
+ANATOMY_UNITS: dict[str, str] = {
+    "sm_count": "count", "register_file_per_sm": "bytes", "shared_memory_per_sm": "bytes", "l2_cache": "bytes",
+    "tensor_core_generation": "generation", "dense_fp16_flop_per_clock_per_sm": "FLOP/clock",
+    "tensorcores_per_chip": "count", "mxus_per_tensorcore": "count", "mxu_size": "count",
+}
 
 
 @dataclass(frozen=True)
@@ -103,6 +114,7 @@ class Chip:
     interconnect: Interconnect | None
     power: Figure | None
     price: Price | None
+    anatomy: Mapping[str, Figure] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
 
     def __hash__(self) -> int:
         return hash(self.key)
@@ -141,7 +153,16 @@ class Chip:
             "interconnect": self.interconnect.to_dict() if self.interconnect else None,
             "power": self.power.to_dict() if self.power else None,
             "price": self.price.to_dict() if self.price else None,
+            "anatomy": {k: f.to_dict() for k, f in self.anatomy.items()},
         }
+
+    def anatomy_value(self, name: str) -> float:
+        """One anatomy figure in its base unit (bytes, count, FLOP/clock); ValueError naming what is listed."""
+        require_choice("anatomy figure", name, ANATOMY_UNITS)
+        if name not in self.anatomy:
+            listed = ", ".join(self.anatomy) or "none"
+            raise ValueError(f"{self.name}: the catalogue has no {name!r}; listed: {listed}")
+        return self.anatomy[name].value
 
 
 # ---------------------------------------------------------------------------------------------- parsing
@@ -173,6 +194,12 @@ def _parse_flops(where: str, raw: object, sources: Mapping[str, str]) -> Mapping
     parsed = {p: _parse_figure(f"{where}.{p}", table[p], sources, ("FLOP/s", "op/s"))
               for p in PRECISIONS if p in table}
     return MappingProxyType(parsed)
+
+
+def _parse_anatomy(where: str, raw: object, sources: Mapping[str, str]) -> Mapping[str, Figure]:
+    table = _check_keys(where, raw if raw is not None else {}, set(ANATOMY_UNITS))
+    return MappingProxyType({name: _parse_figure(f"{where}.{name}", table[name], sources, (ANATOMY_UNITS[name],))
+                             for name in ANATOMY_UNITS if name in table})
 
 
 def _parse_interconnect(where: str, raw: dict[str, Any], sources: Mapping[str, str]) -> Interconnect:
@@ -233,6 +260,7 @@ def _parse_chip(index: int, raw: object, sources: Mapping[str, str]) -> Chip:
                       if "interconnect" in raw else None),
         power=_parse_figure(f"{where}.power", raw["power"], sources, ("W",)) if "power" in raw else None,
         price=_parse_price(f"{where}.price", raw["price"], sources) if "price" in raw else None,
+        anatomy=_parse_anatomy(f"{where}.anatomy", raw.get("anatomy"), sources),
     )
 
 

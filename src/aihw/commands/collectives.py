@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import asdict
 
 from aihw import collective_cost as cc
+from aihw._validate import require_finite_result
 from aihw.catalogue.hardware import get_chip
 from aihw.commands import _args as A
+from aihw.commands._output import print_result
 
 DEFAULT_NETWORK = "InfiniBand NDR"
+DEFAULT_GPU = "NVIDIA H100 SXM"
 
 
 def add_parser(subparsers) -> None:
@@ -42,17 +44,21 @@ def run(args: argparse.Namespace) -> int:
     per_algorithm = {name: cc.all_reduce_time(n_bytes, args.ranks, link=link, algorithm=name)
                      for name in cc.ALGORITHMS}
     network = args.network or DEFAULT_NETWORK
-    tpu_only = get_chip(args.chip).kind == "tpu" and args.network is None
-    tpu = get_chip(args.chip).name if get_chip(args.chip).kind == "tpu" else args.tpu
-    clusters = cc.cluster_estimates(n_bytes, chip=get_chip(args.chip).name, network=network,
+    is_tpu = get_chip(args.chip).kind == "tpu"
+    tpu_only = is_tpu and args.network is None
+    tpu = get_chip(args.chip).name if is_tpu else args.tpu
+    gpu = DEFAULT_GPU if is_tpu else get_chip(args.chip).name  # the GPU-cluster lines need a GPU
+    clusters = cc.cluster_estimates(n_bytes, chip=gpu, network=network,
                                     gpus_per_node=args.gpus_per_node, nodes=args.nodes, tpu=tpu,
                                     tpu_chips=args.tpu_chips)
     if tpu_only:  # a TPU answer: its own links only; the InfiniBand GPU cluster lines only when asked (--network)
-        clusters = [c for c in clusters if network not in c.link]
+        clusters = [c for c in clusters if network not in c.link and gpu not in c.label]
+    result = {"n_bytes": n_bytes, "link": asdict(link), "all_reduce_s": per_algorithm,
+              "clusters": [asdict(c) for c in clusters]}
     if args.json:
-        print(json.dumps({"n_bytes": n_bytes, "link": asdict(link), "all_reduce_s": per_algorithm,
-                          "clusters": [asdict(c) for c in clusters]}, indent=2))
+        print_result(result, as_json=True)
         return 0
+    require_finite_result("result", result)  # an overflow is an error, not "inf ms"
     print(f"all-reduce of {n_bytes / 1e9:,.3f} GB per rank, {args.ranks} ranks on {link.name} "
           f"({link.bandwidth_bytes_per_s / 1e9:,.0f} GB/s per direction, alpha {link.alpha_s * 1e6:g} us):")
     for name, seconds in per_algorithm.items():

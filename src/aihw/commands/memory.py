@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from aihw.commands import _args as A
+from aihw.commands._output import print_result
 from aihw.memory import (
     COMPONENTS,
     GB,
@@ -38,6 +38,11 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--recompute", default="none", help="activation recomputation: none, selective, full")
     parser.add_argument("--dropout", action="store_true", help="count dropout masks (1 byte per value)")
     parser.add_argument("--zero", type=int, default=0, help="ZeRO stage 0-3 over the dp replicas")
+    parser.add_argument("--grad-precision", default="param",
+                        help="param (gradients in the weight precision: the ZeRO paper's 16 B/param) or fp32 "
+                             "(Megatron-LM's distributed optimizer: 18 B/param with bf16, 20 with fp16)")
+    parser.add_argument("--attention", default="eager",
+                        help="eager (s x s scores kept, the paper's count) or fused (FlashAttention)")
     parser.add_argument("--dp", type=A.positive_int, default=1, help="data-parallel degree")
     parser.add_argument("--tp", type=A.positive_int, default=1, help="tensor-parallel degree (divides heads)")
     parser.add_argument("--pp", type=A.positive_int, default=1, help="pipeline-parallel degree (divides layers)")
@@ -55,11 +60,20 @@ def config_from_args(args: argparse.Namespace) -> MemoryConfig:
         value = getattr(args, name)
         if value not in allowed:
             raise ValueError(f"unknown {name} {value!r}; allowed: {', '.join(allowed)}")
+    if args.zero and args.mode == "infer":
+        raise ValueError(f"--zero {args.zero} applies to training only (ZeRO shards gradients and optimizer "
+                         "state); drop it with --mode infer")
+    if args.zero and args.dp == 1:
+        raise ValueError(f"--zero {args.zero} with --dp 1 shards nothing: ZeRO splits over data-parallel "
+                         "replicas; give --dp > 1")
+    if args.chip is not None and not args.chip.strip():
+        raise ValueError("--chip is empty; give a catalogue chip name (see `aihw hardware list`)")
     return MemoryConfig(model=args.model, params=args.params, precision=args.precision, mode=args.mode,
                         optimizer=args.optimizer, master_weights=False if args.no_master else None,
                         batch=args.batch, seq=args.seq, recompute=args.recompute, dropout=args.dropout,
                         zero=args.zero, dp=args.dp, tp=args.tp, pp=args.pp, kv_precision=args.kv_precision,
-                        overhead_fraction=args.overhead)
+                        overhead_fraction=args.overhead, grad_precision=args.grad_precision,
+                        attention=args.attention)
 
 
 def _fit(cfg: MemoryConfig, chip_name: str) -> dict:
@@ -103,7 +117,7 @@ def _table(result: dict) -> str:
 def run(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
     result = estimate(cfg).to_dict()
-    if args.chip:
+    if args.chip is not None:
         result["fit"] = _fit(cfg, args.chip)
-    print(json.dumps(result, indent=2) if args.json else _table(result))
+    print_result(result, as_json=args.json, text=None if args.json else _table(result))
     return 0

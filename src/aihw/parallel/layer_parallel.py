@@ -28,19 +28,26 @@ from torch import nn
 from aihw._validate import require_positive
 from aihw.models.tinygpt import TinyGPT, TinyGPTConfig, random_batch
 from aihw.parallel import p2p
+from aihw.parallel_dims import stage_layers
 
 TIED = ("embed.tok.weight", "head.out.weight")  # the same matrix in the unsplit model
 
 
 def split_layers(depth: int, stages: int) -> list[range]:
-    """Block indices of each stage: equal, consecutive slices. ValueError unless ``stages`` divides ``depth``."""
+    """Block indices of each stage, consecutive; uneven when ``stages`` does not divide ``depth``.
+
+    The split is :func:`aihw.parallel_dims.stage_layers` (the planner's): the remainder goes to the middle
+    stages, so the first and last (which also hold the embedding and the head) get fewer blocks.
+    """
     require_positive("depth", depth, integer=True)
     require_positive("stages", stages, integer=True)
-    if depth % stages:
-        divisors = [d for d in range(1, depth + 1) if depth % d == 0]
-        raise ValueError(f"stages={stages} must divide the {depth} layers (blocks); possible: {divisors}")
-    per = depth // stages
-    return [range(s * per, (s + 1) * per) for s in range(stages)]
+    if stages > depth:
+        raise ValueError(f"stages={stages} exceeds the {depth} layers (blocks): every stage needs at least one")
+    bounds, start = [], 0
+    for size in stage_layers(depth, stages):
+        bounds.append(range(start, start + size))
+        start += size
+    return bounds
 
 
 class Stage(nn.Module):

@@ -40,7 +40,7 @@ SCHEDULES = ("gpipe", "1f1b")
 class PipelineConfig:
     """One pipelined training step of TinyGPT on as many stages as ranks."""
 
-    model: TinyGPTConfig = TinyGPTConfig(width=64, depth=6)  # depth must be a multiple of the ranks
+    model: TinyGPTConfig = TinyGPTConfig(width=64, depth=6)  # stages may be uneven (layer_parallel.split_layers)
     micro_batches: int = 4  # m
     micro_batch_size: int = 4  # sequences per micro-batch
     schedule: str = "1f1b"  # "gpipe" (all forward, all backward) or "1f1b"

@@ -158,6 +158,7 @@ _LABELS = {
     "offchip_reads": "off-chip\nreads",
     "offchip_writes": "off-chip\nwrites",
     "pe_register_transfers": "PE-to-PE\nlatches",
+    "tensor_memory_accesses": "tensor\nmemory",
 }
 
 
