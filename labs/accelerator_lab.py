@@ -52,7 +52,7 @@ from aihw.widgets import accelerator_lab
 torch.set_num_threads(2)
 
 # %% [markdown]
-# ## 1. The memory hierarchy
+# ## The memory hierarchy
 #
 # **Predict** (record it in `my_ratio_prediction` below): how many times faster is reading a 16 KiB working set
 # than a 64 MiB one? How many plateaus, and where do they drop? The OS's cache sizes are marked; each point is the best of 3 samples, the bar their spread.
@@ -73,7 +73,7 @@ display(compare_prediction("bandwidth ratio, 16 KiB / 64 MiB", my_ratio_predicti
 assert all(r["gbps"] > 0 for r in sweep) and len(plateaus) >= 1
 
 # %% [markdown]
-# ## 2. Fusion, predicted then measured
+# ## Fusion, predicted then measured
 #
 # The chain `tanh(relu(x * 1.5 + 0.5) * x)` is five element-wise ops: 11 tensor passes eagerly, 2 when fused.
 # The prediction is bytes / the copy bandwidth measured at the same size. `torch.compile` fuses it (the first call
@@ -101,7 +101,7 @@ else:
     print("Triton kernel not run here:", triton_kernels.triton_status())
 
 # %% [markdown]
-# ## 3. A profile of one training step
+# ## A profile of one training step
 #
 # One forward, backward and AdamW step of a TinyGPT under `torch.profiler`. The trace is written to
 # `tinygpt_step.json` beside this notebook: open it at https://ui.perfetto.dev and find the biggest blocks.
@@ -117,7 +117,7 @@ plots.plot_profile(prof.class_seconds)
 plt.show()
 
 # %% [markdown]
-# ## 4. Attention: naive, SDPA, tiled
+# ## Attention: naive, SDPA, tiled
 #
 # Move the slider and press **Measure**: forward+backward time, bytes saved for backward (measured with the
 # saved-tensor hooks) and HBM traffic (computed). Below, a fixed sweep drawn as a figure.
@@ -136,7 +136,7 @@ naive_growth = next(r for r in att_rows if r["kind"] == "naive" and r["seq"] == 
 assert naive_growth > 8  # the seq^2 term
 
 # %% [markdown]
-# ## 5. The energy calculator
+# ## The energy calculator
 #
 # Energy per MAC of each design from its access counts and Horowitz's 45 nm prices; the band takes every price at
 # its low or high end. `on-chip scale` shrinks arithmetic and on-chip SRAM energy for a newer process node (off-chip
@@ -152,7 +152,7 @@ plots.plot_energy(view["bands"], on_chip=view["on_chip"])
 plt.show()
 
 # %% [markdown]
-# ## 6. Exercises
+# ## Exercises
 #
 # **Exercise 1.** What share (%) of the H100 SXM's dense FLOP/s comes from its tensor cores (bf16) rather than its
 # fp32 CUDA cores? (`aihw hardware show h100`)

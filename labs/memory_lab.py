@@ -45,9 +45,12 @@ from aihw.plots.memory import plot_predicted_vs_measured
 from aihw.widgets import memory_lab
 
 torch.set_num_threads(2)
+from aihw.plots.style import setup_book
+
+setup_book()  # the book's figure style: column width, legible text, SVG
 
 # %% [markdown]
-# ## 1. Predict
+# ## Predict
 #
 # A TinyGPT of width 128, 3 layers, 8 heads, 128 tokens, batch 4, trained in fp32 with AdamW. The estimator counts
 # weights, gradients and AdamW's two moments from the parameter count, and the saved activations with the
@@ -62,7 +65,7 @@ my_largest_component = None  # "weights", "gradients", "optimizer" or "activatio
 {k: f"{v / 1e6:.3f} MB" for k, v in prediction.items()}
 
 # %% [markdown]
-# ## 2. Measure, and 3. compare
+# ## Measure and compare
 #
 # `compare` runs real training steps: it sums the bytes of the parameter, gradient and optimizer tensors, counts
 # every tensor autograd saves for backward (each storage once) and reads the peak from the allocator (CUDA) or the
@@ -91,7 +94,7 @@ plt.show()
 # batch × seq × vocab fp32 buffers; in attention backward, two heads × seq × seq buffers per sequence). The "peak"
 # row compares the measurement with `predict_peak`, a model of the moment the step peaks built from those terms.
 #
-# ## 4. Does it fit? The widget
+# ## Does it fit? The widget
 #
 # Pick a preset or raw dims, precision, optimizer, batch, sequence, recomputation, ZeRO stage, DP/TP/PP degrees and
 # a chip. The bars update live. **Measure it** switches the controls to the *custom* dims on one device in fp32
@@ -105,7 +108,7 @@ memory_lab.memory_explorer()
 
 # %%
 view = memory_lab.memory_view(model="llama-2-7b", precision="bf16", optimizer="adamw", batch=1, seq=1024)
-print(view["verdict"].replace("<b>", "").replace("</b>", ""))
+print(view["verdict_text"])
 fig = memory_lab.draw(view)
 plt.show()
 
@@ -118,7 +121,7 @@ fig = memory_lab.draw(memory_lab.memory_view(**custom), measured)
 plt.show()
 
 # %% [markdown]
-# ## 5. Exercises
+# ## Exercises
 #
 # Replace each `None` with your number (work it out by hand first, then check with the estimator).
 #

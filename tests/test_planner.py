@@ -176,7 +176,7 @@ def test_cli_json_and_errors(capsys, tmp_path):
     bad_file.write_text('hidden = 512\nlayers = 4\nheads = 8\nvocab = 1000\nmax_seq = 1024\nexperts = 2\ntop_k = 3\n')
     for bad, words in ((["--nodes", "0"], "nodes"), (["--zero", "x"], "--zero"), (["--top", "0"], "--top"),
                        (["--pp", "41"], "40 layers"), (["--tp", "3"], "40 attention heads"),
-                       (["--micro-batches", "0"], "micro_batches (m)"), (["--dp", "2", "--tp", "8", "--pp", "4"],
+                       (["--micro-batches", "0"], "--micro-batches"), (["--dp", "2", "--tp", "8", "--pp", "4"],
                                                                         "64"),
                        (["--cp", "3", "--seq", "4096"], "cp=3"), (["--ep", "2"], "mixture-of-experts"),
                        (["--model", str(bad_file)], "top_k=3"),

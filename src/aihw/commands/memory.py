@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from aihw.catalogue.hardware import get_chip
+from aihw.commands import _args as A
 from aihw.commands._output import print_result
 from aihw.flops import RECOMPUTE_CHOICES
 from aihw.memory import (
@@ -30,13 +31,13 @@ def add_parser(subparsers) -> None:
                     "aihw memory --model llama-2-70b --zero 3 --dp 64 --recompute full --chip h100-sxm --json")
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--model", help=f"architecture preset ({', '.join(list_presets())}) or a .toml model file")
-    what.add_argument("--params", type=float, help="parameter count, e.g. 7e9 (model state only)")
-    parser.add_argument("--precision", default="bf16", help=f"weights: {', '.join(WEIGHT_PRECISIONS)}")
+    what.add_argument("--params", type=A.count, help="parameter count, e.g. 7e9 or 7B (model state only)")
+    parser.add_argument("--precision", type=A.precision, default="bf16", help=f"weights: {', '.join(WEIGHT_PRECISIONS)}")
     parser.add_argument("--mode", default="train", help=" or ".join(MODES))
     parser.add_argument("--optimizer", default="adamw", help=", ".join(OPTIMIZERS))
     parser.add_argument("--no-master", action="store_true", help="no fp32 master copy of the weights")
-    parser.add_argument("--batch", type=int, default=1, help="micro-batch per replica / concurrent sequences")
-    parser.add_argument("--seq", type=int, default=None, help="tokens per sequence (default: model context)")
+    parser.add_argument("--batch", type=A.positive_int, default=1, help="micro-batch per replica / concurrent sequences")
+    parser.add_argument("--seq", type=A.positive_int, default=None, help="tokens per sequence (default: model context)")
     parser.add_argument("--recompute", default="none", help=f"activation recomputation: {', '.join(RECOMPUTE_CHOICES)}")
     parser.add_argument("--dropout", action="store_true", help="count dropout masks (1 byte per value)")
     parser.add_argument("--zero", type=int, default=0, help="ZeRO stage 0-3 over the dp replicas")
@@ -45,12 +46,12 @@ def add_parser(subparsers) -> None:
                              "(Megatron-LM's distributed optimizer: 18 B/param with bf16, 20 with fp16)")
     parser.add_argument("--attention", default="eager",
                         help="eager (s x s scores kept, the paper's count) or fused (FlashAttention)")
-    parser.add_argument("--dp", type=int, default=1, help="data-parallel degree")
-    parser.add_argument("--tp", type=int, default=1, help="tensor-parallel degree (divides heads)")
-    parser.add_argument("--pp", type=int, default=1, help="pipeline-parallel degree (divides layers)")
-    parser.add_argument("--kv-precision", default=None, help="KV-cache precision (default: activation precision)")
+    parser.add_argument("--dp", type=A.positive_int, default=1, help="data-parallel degree")
+    parser.add_argument("--tp", type=A.positive_int, default=1, help="tensor-parallel degree (divides heads)")
+    parser.add_argument("--pp", type=A.positive_int, default=1, help="pipeline-parallel degree (divides layers)")
+    parser.add_argument("--kv-precision", type=A.precision, default=None, help="KV-cache precision (default: activation precision)")
     parser.add_argument("--overhead", type=float, default=0.0,
-                        help="framework overhead and temporaries as a fraction of the rest (default 0)")
+                        help="framework overhead and temporaries as a fraction of the rest")
     parser.add_argument("--chip", default=None, help="catalogue chip: does it fit, and how many are needed")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(run=run)

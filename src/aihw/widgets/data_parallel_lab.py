@@ -123,7 +123,7 @@ def training_panel(world_size: int = 2, mode: str = "bucketed", steps: int = 30)
     from aihw.parallel import data_parallel as dp
 
     ranks = W.IntSlider(value=world_size, min=1, max=MAX_LAB_WORLD, description="ranks")
-    mode_box = W.ToggleButtons(options=dp.MODES, value=mode, description="mode")
+    mode_box = W.ToggleButtons(options=dp.MODES, value=mode, description="mode", style={"button_width": "auto"})
     steps_box = W.BoundedIntText(value=steps, min=1, max=1000, description="steps", layout=W.Layout(width="180px"))
     button = run_button("Train")
     bar, status, err, out = _progress_bar(1), W.HTML(), error_box(), W.Output()
@@ -158,11 +158,21 @@ def cluster_report(params: float, *, bytes_per_value: float = 2, chip: str = "H1
     return estimates, f"<p>gradients: {n_bytes / 1e9:,.2f} GB per replica</p>{table}"
 
 
+# Parameter counts the cluster slider stops at (a log slider's 0.1-decade steps turned 7e9 into 6.31e9).
+MODEL_SIZES = (1e8, 3e8, 1e9, 1.5e9, 3e9, 7e9, 1.3e10, 3e10, 7e10, 1.75e11, 4.05e11, 1e12)
+
+
+def size_options(params: float) -> list[tuple[str, float]]:
+    """(label, value) stops of the parameter slider; ``params`` is always one of them, exactly."""
+    values = sorted({*MODEL_SIZES, float(params)})
+    return [(f"{v:.3g}", v) for v in values]
+
+
 def cluster_panel(params: float = 7e9) -> W.VBox:
     """Live: a model size, gradient precision, chip, network and layout -> predicted all-reduce times."""
     gpus = [c.name for c in list_chips("gpu") if c.interconnect is not None]
     tpus = [c.name for c in list_chips("tpu") if c.interconnect is not None]
-    size = W.FloatLogSlider(value=params, base=10, min=8, max=12, description="parameters", readout_format=".3g")
+    size = W.SelectionSlider(options=size_options(params), value=float(params), description="parameters")
     precision = W.Dropdown(options=[("bf16 (2 bytes)", 2), ("fp32 (4 bytes)", 4)], value=2, description="gradients")
     chip = W.Dropdown(options=gpus, value="NVIDIA H100 SXM" if "NVIDIA H100 SXM" in gpus else gpus[0],
                       description="GPU")

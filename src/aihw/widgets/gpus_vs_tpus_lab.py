@@ -103,7 +103,8 @@ def systolic_stepper(size: int = 3, m: int = 4, k: int = 3, n: int = 3, seed: in
     rng = np.random.default_rng(seed)
     A, B = rng.integers(-3, 4, (m, k)), rng.integers(-3, 4, (k, n))
     total = systolic.trace(A, B, size=size, dataflow="weight-stationary").cycles
-    flow = W.ToggleButtons(options=["weight-stationary", "output-stationary"], description="dataflow")
+    flow = W.ToggleButtons(options=["weight-stationary", "output-stationary"], description="dataflow",
+                         style={"button_width": "auto"})
     cycle = W.IntSlider(value=0, min=0, max=total - 1, description="cycle", continuous_update=False)
     play = W.Play(value=0, min=0, max=total - 1, interval=700, description="play")
     W.jslink((play, "value"), (cycle, "value"))
