@@ -25,11 +25,15 @@ class NumberFormat:
     ieee_special: bool = True  # all-ones exponent reserved for inf/NaN
     integer: bool = False
     description: str = ""
+    finite_only: bool = False  # no inf and no NaN: every code is a number (FP4 E2M1)
+    unsigned: bool = False  # no sign bit, no zero: a power of two (the E8M0 block scale)
+    block_size: int = 0  # block-scaled formats (MX, NVFP4): values sharing one scale
+    scale_bits: int = 0  # bits of that shared scale
 
     @property
     def bytes(self) -> float:
-        """Storage per value in bytes (0.5 for 4-bit formats)."""
-        return self.bits / 8
+        """Storage per value in bytes (0.5 for 4-bit formats; block formats add their share of the scale)."""
+        return (self.bits + (self.scale_bits / self.block_size if self.block_size else 0)) / 8
 
     @property
     def bias(self) -> int:
@@ -41,6 +45,8 @@ class NumberFormat:
         if self.integer:
             return float(2 ** (self.bits - 1) - 1)
         m = self.mantissa_bits
+        if self.finite_only:
+            return (2 - 2.0**-m) * 2.0 ** ((2**self.exponent_bits - 1) - self.bias)
         if self.ieee_special:
             max_exp = (2**self.exponent_bits - 2) - self.bias
             return (2 - 2.0**-m) * 2.0**max_exp
@@ -51,11 +57,15 @@ class NumberFormat:
     @property
     def min_normal(self) -> float:
         """Smallest positive normal value (1 for integers)."""
+        if self.unsigned:
+            return 2.0**-self.bias
         return 1.0 if self.integer else 2.0 ** (1 - self.bias)
 
     @property
     def min_subnormal(self) -> float:
         """Smallest positive value."""
+        if self.unsigned:
+            return 2.0**-self.bias
         return 1.0 if self.integer else 2.0 ** (1 - self.bias - self.mantissa_bits)
 
     @property
@@ -86,6 +96,16 @@ FORMATS: dict[str, NumberFormat] = {
         NumberFormat("fp8_e5m2", 8, 5, 2, description="FP8 E5M2 (IEEE-like), gradients"),
         NumberFormat("int8", 8, 0, 7, integer=True, description="8-bit integer, needs a scale"),
         NumberFormat("int4", 4, 0, 3, integer=True, description="4-bit integer, needs a scale"),
+        NumberFormat("e2m1", 4, 2, 1, ieee_special=False, finite_only=True,
+                     description="FP4 E2M1 (no inf, no NaN): the element of MXFP4 and NVFP4"),
+        NumberFormat("e8m0", 8, 8, 0, unsigned=True,
+                     description="E8M0: an unsigned power of two, the MX block scale (0xFF = NaN)"),
+        NumberFormat("mxfp8", 8, 4, 3, ieee_special=False, block_size=32, scale_bits=8,
+                     description="OCP MXFP8: 32 fp8 E4M3 values share one E8M0 scale"),
+        NumberFormat("mxfp4", 4, 2, 1, ieee_special=False, finite_only=True, block_size=32, scale_bits=8,
+                     description="OCP MXFP4: 32 E2M1 values share one E8M0 scale"),
+        NumberFormat("nvfp4", 4, 2, 1, ieee_special=False, finite_only=True, block_size=16, scale_bits=8,
+                     description="NVIDIA NVFP4: 16 E2M1 values share one E4M3 scale, plus an fp32 scale per tensor"),
     )
 }
 
