@@ -1,0 +1,135 @@
+"""Widgets of the lab "Number formats and mixed precision": a bit-level explorer and a training-run panel.
+
+The work is done by plain functions (:func:`bit_view`, :func:`run_panel`) that the tests call directly; the
+widgets only wire controls to them and show bad input inline.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+import ipywidgets as W
+
+from aihw import numerics
+from aihw._validate import require_choice
+from aihw.widgets._common import error_box, figure_png, guarded_run, run_button, show_error
+
+FORMATS = ("fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "e2m1", "e8m0", "int8", "int4")
+_FIELD = {"sign": "#f4b6b6", "exponent": "#b6d0f4", "mantissa": "#b9e6b9"}
+
+
+def parse_value(text: str) -> float:
+    """A number typed by the learner ("1e-8", "-0.1", "inf"); ValueError naming the text otherwise."""
+    try:
+        return float(str(text).strip())
+    except ValueError:
+        raise ValueError(f"value must be a number such as 0.1, -3e-8 or inf, got {text!r}") from None
+
+
+def bit_view(value: float | str, fmt: str, overflow: str = "format") -> str:
+    """HTML: the bits of ``value`` in ``fmt`` coloured by field, the stored value, its kind, neighbours, error."""
+    x = parse_value(value) if isinstance(value, str) else value
+    e = numerics.explain(x, fmt, overflow)  # type: ignore[arg-type]
+    cells = []
+    for field in ("sign", "exponent", "mantissa"):
+        for b in getattr(e, field):
+            cells.append(f'<td style="background:{_FIELD[field]};padding:2px 5px;font-family:monospace;'
+                         f'border:1px solid #888">{b}</td>')
+    legend = " ".join(f'<span style="background:{c};padding:0 4px">{k}</span>' for k, c in _FIELD.items())
+    if e.format in ("int8", "int4"):
+        legend = "two's complement integer (first bit: sign)"
+
+    def g(v: float) -> str:
+        return "—" if math.isnan(v) else f"{v:.10g}"
+
+    rows = [("stored value", g(e.stored)), ("kind", e.kind), ("code", f"0x{e.code:X}"),
+            ("neighbours", f"{g(e.below)} ≤ x ≤ {g(e.above)}"), ("ulp here", g(e.ulp)),
+            ("absolute error", g(e.abs_error)), ("relative error", g(e.rel_error))]
+    table = "".join(f"<tr><td style='padding-right:1em'>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>"
+                    for k, v in rows)
+    return (f"<div><b>{html.escape(str(x))}</b> in <b>{html.escape(e.format)}</b> "
+            f"(overflow rule: {numerics.element_format(fmt).overflow_rule})<br>"
+            f"<table style='border-collapse:collapse;margin:4px 0'><tr>{''.join(cells)}</tr></table>"
+            f"<small>{legend}</small><table style='margin-top:4px'>{table}</table></div>")
+
+
+def bit_explorer(value: str = "0.1", fmt: str = "bf16") -> W.VBox:
+    """Type a value, pick a format: the bits, stored value, neighbours and rounding error update live."""
+    text = W.Text(value=value, description="value")
+    fmt_dd = W.Dropdown(options=FORMATS, value=fmt, description="format")
+    overflow = W.Dropdown(options=numerics.OVERFLOW_MODES, value="format", description="overflow")
+    out, err = W.HTML(), error_box()
+
+    def update(*_: object) -> None:
+        try:
+            out.value = bit_view(text.value, fmt_dd.value, overflow.value)
+            show_error(err, None)
+        except ValueError as exc:
+            show_error(err, exc)
+
+    for w in (text, fmt_dd, overflow):
+        w.observe(update, names="value")
+    update()
+    return W.VBox([W.HBox([text, fmt_dd, overflow]), err, out])
+
+
+def compare_formats_html(value: float | str) -> str:
+    """One value stored in every format: an HTML table of stored value, kind and relative error."""
+    x = parse_value(value) if isinstance(value, str) else value
+    rows = []
+    for f in FORMATS:
+        if f == "e8m0" and not x > 0:
+            continue
+        e = numerics.explain(x, f)
+        rows.append(f"<tr><td>{f}</td><td>{e.stored:.8g}</td><td>{e.kind}</td><td>{e.rel_error:.3g}</td></tr>")
+    return ("<table><tr><th>format</th><th>stored</th><th>kind</th><th>relative error</th></tr>"
+            + "".join(rows) + "</table>")
+
+
+def run_panel(experiment: str, steps: int) -> tuple[bytes, str]:
+    """Run one of the lab's experiments for ``steps`` steps; return (PNG of the loss curves, summary HTML)."""
+    from aihw.mixed.fp8 import Fp8Config, run_fp8
+    from aihw.mixed.training import MixedConfig, run
+    from aihw.plots.formats import plot_losses
+
+    experiments = ("underflow", "lost updates", "fp8 recipes")
+    require_choice("experiment", experiment, experiments)
+    curves: dict[str, tuple[float, ...]] = {}
+    summary: list[str] = []
+    if experiment == "underflow":
+        for r in ("fp32", "fp16", "fp16_scaled"):
+            res = run(MixedConfig(r, steps=steps, accumulation=2**14))
+            curves[r] = res.losses
+            summary.append(f"{r}: final loss {res.final_loss:.3f}, zero gradients "
+                           f"{100 * sum(res.zero_grad_fraction) / len(res.zero_grad_fraction):.1f} %, "
+                           f"skipped steps {res.skipped_steps}")
+    elif experiment == "lost updates":
+        for r in ("bf16_pure", "bf16_master", "bf16_stochastic"):
+            res = run(MixedConfig(r, steps=steps, lr=3e-5))
+            curves[r] = res.losses
+            summary.append(f"{r}: final loss {res.final_loss:.3f}, lost updates "
+                           f"{100 * sum(res.lost_update_fraction) / len(res.lost_update_fraction):.1f} %")
+    else:
+        for r in ("none", "current", "delayed", "block"):
+            fres = run_fp8(Fp8Config(r, steps=steps))  # type: ignore[arg-type]
+            curves[r] = fres.losses
+            summary.append(f"{r}: final loss {fres.final_loss:.3f}, overflows {fres.overflows}")
+    fig = plot_losses(curves, title=experiment)
+    return figure_png(fig), "<br>".join(html.escape(s) for s in summary)
+
+
+def run_explorer() -> W.VBox:
+    """Pick an experiment and a number of steps, press Run: loss curves and counts of what went wrong."""
+    exp = W.Dropdown(options=("underflow", "lost updates", "fp8 recipes"), description="experiment")
+    steps = W.BoundedIntText(value=40, min=5, max=300, description="steps")
+    button, status, err = run_button("Run"), W.HTML(), error_box()
+    image, summary = W.Image(format="png"), W.HTML()
+
+    def work() -> str:
+        png, text = run_panel(exp.value, steps.value)
+        image.value, summary.value = png, text
+        return "done"
+
+    button.on_click(lambda _: guarded_run(button, status, err, "running…", work))
+    return W.VBox([W.HBox([exp, steps, button, status]), err, image, summary])
