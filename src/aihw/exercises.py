@@ -62,3 +62,15 @@ def check(answer: float | int | None, expected: float, *, rel_tol: float = 0.02,
         factor = f" (off by a factor of {ratio:.3g})"
     msg = f"Not quite: {_fmt(answer, unit)} is {direction}{factor}. {hint}".strip()
     return CheckResult(False, True, msg)
+
+
+def check_choice(answer: str | None, expected: str, *, allowed: tuple[str, ...], hint: str = "") -> CheckResult:
+    """Check a categorical answer (one of ``allowed``, case-insensitive), e.g. "saturate" vs "inf"."""
+    options = ", ".join(repr(a) for a in allowed)
+    if answer is None:
+        return CheckResult(False, False, f"Not answered yet: one of {options}. {hint}".strip())
+    if not isinstance(answer, str) or answer.strip().lower() not in {a.lower() for a in allowed}:
+        return CheckResult(False, True, f"{answer!r} is not one of {options}. {hint}".strip())
+    if answer.strip().lower() == expected.lower():
+        return CheckResult(True, True, f"Correct: {expected}.")
+    return CheckResult(False, True, f"Not quite: {answer!r} is not it. {hint}".strip())

@@ -264,3 +264,33 @@ def activation_memory(width: int = 64, depth: int = 2, heads: int = 4, seq: int 
         rows.append({"run": label, "measured_bytes": float(counter.bytes), "predicted_bytes": float(predicted),
                      "ratio": counter.bytes / predicted})
     return rows
+
+
+def model_tensors(cfg: MixedConfig | None = None) -> dict[str, torch.Tensor]:
+    """Real tensors of a trained TinyGPT: every Linear's weight and the activation it receives (tokens x features),
+    after ``cfg.steps`` fp32 training steps on the pattern task (default: 60 steps of width 64)."""
+    cfg = cfg or MixedConfig(width=64, heads=4, steps=60)
+    torch.manual_seed(cfg.seed)
+    model = TinyGPT(cfg.model_config())
+    opt = _make_optimizer(cfg, list(model.parameters()))
+    gen = torch.Generator().manual_seed(cfg.seed + 1)
+    for _ in range(cfg.steps):
+        x, y = pattern_batch(cfg.vocab, cfg.batch, cfg.seq, gen)
+        opt.zero_grad(set_to_none=True)
+        model(x, y)[1].backward()
+        opt.step()
+    out: dict[str, torch.Tensor] = {}
+    hooks = []
+    for name, mod in model.named_modules():
+        if isinstance(mod, torch.nn.Linear):
+            out[f"{name}.weight"] = mod.weight.detach().clone()
+
+            def grab(m: torch.nn.Module, inp: tuple[torch.Tensor, ...], _o: torch.Tensor, name: str = name) -> None:
+                out[f"{name}.input"] = inp[0].detach().reshape(-1, inp[0].shape[-1]).clone()
+
+            hooks.append(mod.register_forward_hook(grab))
+    with torch.no_grad():
+        model(*pattern_batch(cfg.vocab, cfg.batch, cfg.seq, gen))
+    for h in hooks:
+        h.remove()
+    return out
