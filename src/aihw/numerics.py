@@ -94,9 +94,12 @@ def element_format(name: str | ElementFormat) -> ElementFormat:
     """The element format called ``name`` (aliases such as "bfloat16", "e4m3", "fp4" accepted)."""
     if isinstance(name, ElementFormat):
         return name
-    key = ALIASES.get(str(name).lower(), name)
-    return ELEMENT_FORMATS[require_choice("number format", key, [*ELEMENT_FORMATS, *ALIASES])
-                           if key not in ELEMENT_FORMATS else key]
+    low = str(name).lower()
+    key = ALIASES.get(low, low)
+    if key in ELEMENT_FORMATS:
+        return ELEMENT_FORMATS[key]
+    require_choice("number format", name, [*ELEMENT_FORMATS, *ALIASES])  # raises, listing close matches
+    raise AssertionError("unreachable")
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ from aihw.mixed.training import pattern_batch
 from aihw.models.tinygpt import TinyGPT, TinyGPTConfig
 
 Fp8Recipe = Literal["none", "current", "delayed", "block"]
-FP8_RECIPES: tuple[str, ...] = get_args(Fp8Recipe)
+FP8_RECIPES: tuple[Fp8Recipe, ...] = get_args(Fp8Recipe)
 _DTYPES = {"e4m3": (torch.float8_e4m3fn, 448.0, 8), "e5m2": (torch.float8_e5m2, 57344.0, 15)}
 
 
@@ -88,9 +88,8 @@ class TensorScaler:
             b = x.reshape(*x.shape[:-1], x.shape[-1] // self.block, self.block)
             amax = b.abs().amax(dim=-1, keepdim=True)
             exp = torch.floor(torch.log2(torch.where(amax > 0, amax, torch.ones_like(amax)))) - emax
-            scale = torch.exp2(exp.clamp(-127, 127))
-            scaled = b / scale
-            out = self._cast(scaled, dtype, top) * scale
+            block_scale = torch.exp2(exp.clamp(-127, 127))
+            out = self._cast(b / block_scale, dtype, top) * block_scale
             return out.reshape(x.shape)
         amax_now = float(x.abs().max())
         if self.recipe == "current":

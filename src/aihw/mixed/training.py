@@ -18,6 +18,7 @@ What is native and what is simulated, plainly:
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -28,6 +29,8 @@ from aihw.models.tinygpt import TinyGPT, TinyGPTConfig
 
 Recipe = Literal["fp32", "fp16", "fp16_scaled", "bf16_pure", "bf16_master", "bf16_stochastic"]
 RECIPES: tuple[str, ...] = get_args(Recipe)
+UNDERFLOW_RECIPES: tuple[Recipe, ...] = ("fp32", "fp16", "fp16_scaled")  # the loss-scaling experiment
+LOST_UPDATE_RECIPES: tuple[Recipe, ...] = ("bf16_pure", "bf16_master", "bf16_stochastic")  # the update experiment
 Optimizer = Literal["adam", "sgd"]
 OPTIMIZERS: tuple[str, ...] = get_args(Optimizer)
 
@@ -106,11 +109,17 @@ class RunResult:
                 "mean_lost_update_fraction": _mean(self.lost_update_fraction)}
 
 
+def _grad(p: torch.Tensor) -> torch.Tensor:
+    if p.grad is None:
+        raise RuntimeError("a parameter received no gradient")
+    return p.grad
+
+
 def _mean(xs: tuple[float, ...]) -> float:
     return sum(xs) / len(xs) if xs else 0.0
 
 
-def _make_optimizer(cfg: MixedConfig, params: list[torch.Tensor]) -> torch.optim.Optimizer:
+def _make_optimizer(cfg: MixedConfig, params: Iterable[torch.Tensor]) -> torch.optim.Optimizer:
     if cfg.optimizer == "sgd":
         return torch.optim.SGD(params, lr=cfg.lr)
     return torch.optim.Adam(params, lr=cfg.lr)
@@ -153,9 +162,9 @@ def run(cfg: MixedConfig) -> RunResult:
             _, loss = master(x, y)
             (loss / cfg.accumulation).backward()
             for p in params:
-                p.grad.mul_(cfg.accumulation)
+                _grad(p).mul_(cfg.accumulation)
             losses.append(loss.item())
-            zero_frac.append(_zero_fraction([p.grad for p in params]))
+            zero_frac.append(_zero_fraction([_grad(p) for p in params]))
             opt.step()
             lost.append(0.0)
             scales.append(1.0)
@@ -168,7 +177,7 @@ def run(cfg: MixedConfig) -> RunResult:
         scaled.backward()
         losses.append(loss.float().item())
         wparams = list(work.parameters())
-        low_grads = [wp.grad for wp in wparams]
+        low_grads = [_grad(wp) for wp in wparams]
         zero_frac.append(_zero_fraction(low_grads))
         for p, g in zip(params, low_grads, strict=True):
             p.grad = g.float() * cfg.accumulation
@@ -218,7 +227,7 @@ def gradient_underflow(cfg: MixedConfig) -> dict[str, float]:
     x, y = pattern_batch(cfg.vocab, cfg.batch, cfg.seq, torch.Generator().manual_seed(cfg.seed + 1))
     _, loss = model(x, y)
     (loss / cfg.accumulation).backward()
-    g = torch.cat([p.grad.reshape(-1) for p in model.parameters()]).abs()
+    g = torch.cat([_grad(p).reshape(-1) for p in model.parameters()]).abs()
     nonzero = g[g > 0]
     return {"flush_to_zero": float((nonzero < FP16_MIN_SUBNORMAL / 2).float().mean()),
             "subnormal": float((nonzero < 2.0**-14).float().mean()),

@@ -30,7 +30,8 @@ def parse_value(text: str) -> float:
 def bit_view(value: float | str, fmt: str, overflow: str = "format") -> str:
     """HTML: the bits of ``value`` in ``fmt`` coloured by field, the stored value, its kind, neighbours, error."""
     x = parse_value(value) if isinstance(value, str) else value
-    e = numerics.explain(x, fmt, overflow)  # type: ignore[arg-type]
+    mode = require_choice("overflow mode", overflow, numerics.OVERFLOW_MODES)
+    e = numerics.explain(x, fmt, mode)  # type: ignore[arg-type]  # checked just above
     cells = []
     for field in ("sign", "exponent", "mantissa"):
         for b in getattr(e, field):
@@ -89,8 +90,8 @@ def compare_formats_html(value: float | str) -> str:
 
 def run_panel(experiment: str, steps: int) -> tuple[bytes, str]:
     """Run one of the lab's experiments for ``steps`` steps; return (PNG of the loss curves, summary HTML)."""
-    from aihw.mixed.fp8 import Fp8Config, run_fp8
-    from aihw.mixed.training import MixedConfig, run
+    from aihw.mixed.fp8 import FP8_RECIPES, Fp8Config, run_fp8
+    from aihw.mixed.training import LOST_UPDATE_RECIPES, UNDERFLOW_RECIPES, MixedConfig, run
     from aihw.plots.formats import plot_losses
 
     experiments = ("underflow", "lost updates", "fp8 recipes")
@@ -98,23 +99,23 @@ def run_panel(experiment: str, steps: int) -> tuple[bytes, str]:
     curves: dict[str, tuple[float, ...]] = {}
     summary: list[str] = []
     if experiment == "underflow":
-        for r in ("fp32", "fp16", "fp16_scaled"):
+        for r in UNDERFLOW_RECIPES:
             res = run(MixedConfig(r, steps=steps, accumulation=2**14))
             curves[r] = res.losses
             summary.append(f"{r}: final loss {res.final_loss:.3f}, zero gradients "
                            f"{100 * sum(res.zero_grad_fraction) / len(res.zero_grad_fraction):.1f} %, "
                            f"skipped steps {res.skipped_steps}")
     elif experiment == "lost updates":
-        for r in ("bf16_pure", "bf16_master", "bf16_stochastic"):
+        for r in LOST_UPDATE_RECIPES:
             res = run(MixedConfig(r, steps=steps, lr=3e-5))
             curves[r] = res.losses
             summary.append(f"{r}: final loss {res.final_loss:.3f}, lost updates "
                            f"{100 * sum(res.lost_update_fraction) / len(res.lost_update_fraction):.1f} %")
     else:
-        for r in ("none", "current", "delayed", "block"):
-            fres = run_fp8(Fp8Config(r, steps=steps))  # type: ignore[arg-type]
-            curves[r] = fres.losses
-            summary.append(f"{r}: final loss {fres.final_loss:.3f}, overflows {fres.overflows}")
+        for f8 in FP8_RECIPES:
+            fres = run_fp8(Fp8Config(f8, steps=steps))
+            curves[f8] = fres.losses
+            summary.append(f"{f8}: final loss {fres.final_loss:.3f}, overflows {fres.overflows}")
     fig = plot_losses(curves, title=experiment)
     return figure_png(fig), "<br>".join(html.escape(s) for s in summary)
 

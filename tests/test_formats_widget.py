@@ -1,0 +1,61 @@
+"""The formats lab widgets: the bit explorer's plain function, inline errors, the run panel's checks."""
+
+import pytest
+
+pytest.importorskip("ipywidgets")
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+
+from aihw.exercises import check_choice  # noqa: E402
+from aihw.widgets import formats_lab  # noqa: E402
+
+
+def _walk(widget):
+    yield widget
+    for child in getattr(widget, "children", ()):
+        yield from _walk(child)
+
+
+def _find(widget, description):
+    return next(w for w in _walk(widget) if getattr(w, "description", None) == description)
+
+
+def test_bit_view_shows_fields_and_kind():
+    html = formats_lab.bit_view("1e-8", "fp16")
+    assert "underflow to zero" in html and "exponent" in html
+    assert "saturated" in formats_lab.bit_view(500.0, "fp8_e4m3")
+    assert "overflow to inf" in formats_lab.bit_view("70000", "fp16")
+    assert "two&#x27;s complement" in formats_lab.bit_view("-3", "int8") or "two's complement" in \
+        formats_lab.bit_view("-3", "int8")
+    table = formats_lab.compare_formats_html(0.1)
+    assert table.count("<tr>") == len(formats_lab.FORMATS) + 1
+
+
+def test_explorer_shows_bad_input_inline():
+    box = formats_lab.bit_explorer()
+    text, fmt = _find(box, "value"), _find(box, "format")
+    text.value = "abc"
+    errors = [w for w in _walk(box) if "&#9888;" in str(getattr(w, "value", ""))]
+    assert errors and "0.1, -3e-8 or inf" in errors[0].value
+    text.value = "1e6"
+    _find(box, "overflow").value = "raise"
+    assert not [w for w in _walk(box) if "&#9888;" in str(getattr(w, "value", ""))]  # bf16 holds 1e6
+    fmt.value = "fp16"
+    errors = [w for w in _walk(box) if "&#9888;" in str(getattr(w, "value", ""))]
+    assert errors and "outside fp16&#x27;s range" in errors[0].value
+
+
+def test_run_panel_rejects_unknown_experiment_and_runs_one():
+    with pytest.raises(ValueError, match="did you mean 'underflow'"):
+        formats_lab.run_panel("underflw", 5)
+    png, summary = formats_lab.run_panel("fp8 recipes", 5)
+    assert png[:4] == b"\x89PNG" and "delayed" in summary
+
+
+def test_check_choice():
+    assert check_choice("E4M3", "e4m3", allowed=("e4m3", "e5m2")).ok
+    assert not check_choice("e5m2", "e4m3", allowed=("e4m3", "e5m2")).ok
+    res = check_choice("fp32", "e4m3", allowed=("e4m3", "e5m2"))
+    assert res.answered and "not one of" in str(res)
+    assert not check_choice(None, "e4m3", allowed=("e4m3",)).answered
