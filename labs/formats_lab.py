@@ -43,7 +43,7 @@ from aihw.mixed.training import MixedConfig, gradient_underflow, run
 from aihw.plots.formats import plot_fraction, plot_losses
 from aihw.widgets import formats_lab
 
-torch.set_num_threads(2)
+torch.set_num_threads(1)  # tiny models: one thread is as fast, and immune to busy shared cores
 
 # %% [markdown]
 # ## 1. The bits of a value
