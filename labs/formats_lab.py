@@ -35,6 +35,7 @@ except ImportError:
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+from IPython.display import HTML
 
 from aihw import numerics
 from aihw.exercises import check, check_choice
@@ -145,6 +146,19 @@ plot_losses({r: res.losses for r, res in fp8.items()}, title="fp8 recipes")
 plt.show()
 assert sum(fp8["current"].overflows.values()) == 0 < sum(fp8["delayed"].overflows.values())
 assert all(abs(res.final_loss - fp8["none"].final_loss) < 0.3 for res in fp8.values())
+
+# %% [markdown]
+# **Block-scaled formats.** Type a tensor (comma-separated) and pick MXFP8, MXFP4 or NVFP4: the widget shows each
+# block's scale, every stored value, and the error against one scale for the whole tensor. The default block
+# has one outlier (0.9) among small values: compare how many small values each scheme rounds to 0, and what a
+# smaller block (try 8) changes. A block size that does not divide the number of values is refused inline.
+
+# %%
+formats_lab.block_explorer()
+
+# %%
+# the default block in MXFP4, as a static table (visible without a kernel)
+display(HTML(formats_lab.block_view(formats_lab.DEFAULT_BLOCK, "mxfp4")))
 
 # %% [markdown]
 # Run any of the three experiments again with more or fewer steps (each takes seconds to a minute):

@@ -59,3 +59,16 @@ def test_check_choice():
     res = check_choice("fp32", "e4m3", allowed=("e4m3", "e5m2"))
     assert res.answered and "not one of" in str(res)
     assert not check_choice(None, "e4m3", allowed=("e4m3",)).answered
+
+
+def test_block_view_and_its_errors():
+    page = formats_lab.block_view(formats_lab.DEFAULT_BLOCK, "nvfp4")
+    assert "per-tensor fp32 scale" in page and page.count("<tr>") == 33
+    with pytest.raises(ValueError, match="block size 32 does not divide the last dimension \\(5\\)"):
+        formats_lab.block_view("1 2 3 4 5", "mxfp4")
+    with pytest.raises(ValueError, match="got 'x'"):
+        formats_lab.block_view("1, x", "mxfp4", 2)
+    box = formats_lab.block_explorer()
+    _find(box, "block").value = 5
+    errors = [w for w in _walk(box) if "&#9888;" in str(getattr(w, "value", ""))]
+    assert errors and "does not divide" in errors[0].value

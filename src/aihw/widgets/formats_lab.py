@@ -134,3 +134,64 @@ def run_explorer() -> W.VBox:
 
     button.on_click(lambda _: guarded_run(button, status, err, "running…", work))
     return W.VBox([W.HBox([exp, steps, button, status]), err, image, summary])
+
+
+DEFAULT_BLOCK = ", ".join(f"{v:g}" for v in [0.02, -0.01, 0.03, 0.005, -0.04, 0.01, 0.9, -0.02] * 4)
+
+
+def parse_values(text: str) -> list[float]:
+    """Comma- or space-separated numbers; ValueError naming the first bad entry."""
+    parts = [p for p in str(text).replace(",", " ").split() if p]
+    if not parts:
+        raise ValueError("type at least one number (comma- or space-separated)")
+    return [parse_value(p) for p in parts]
+
+
+def block_view(values: str | list[float], fmt: str = "mxfp4", block: int | None = None) -> str:
+    """HTML: ``values`` quantized in a block-scaled format: each block's scale, each element's stored value,
+    and the error against one scale for the whole tensor (same element format)."""
+    import numpy as np
+
+    x = np.asarray(parse_values(values) if isinstance(values, str) else values, dtype=np.float64)
+    q = numerics.block_quantize(x, fmt, block)  # raises on an unknown format or a size the block does not divide
+    spec = numerics.BLOCK_FORMAT_SPECS[q.format]
+    per_tensor = numerics.per_tensor_quantize(x, spec.element)
+    err_b, err_t = numerics.quantization_error(x, q.values), numerics.quantization_error(x, per_tensor)
+    size = spec.block if block is None else block
+    scales = ", ".join(f"{s:.6g}" for s in np.ravel(q.scales))
+    cells = "".join(
+        f"<tr><td>{i}</td><td>{v:.6g}</td><td>{b:.6g}</td><td>{t:.6g}</td></tr>"
+        for i, (v, b, t) in enumerate(zip(x, q.values, per_tensor, strict=True)))
+    tensor = f"; per-tensor fp32 scale {q.tensor_scale:.6g}" if spec.tensor_scale else ""
+    return (f"<div><b>{html.escape(q.format)}</b>: {spec.element} elements, one {spec.scale} scale per {size} "
+            f"values ({spec.bits_per_value:g} bits per value){html.escape(tensor)}<br>"
+            f"block scales: {scales}; saturated elements: {q.saturated}<br>"
+            f"relative RMS error: block-scaled {100 * err_b['rel_rms']:.2f} %, one scale per tensor "
+            f"{100 * err_t['rel_rms']:.2f} %; values rounded to 0: {100 * err_b['zero_fraction']:.0f} % vs "
+            f"{100 * err_t['zero_fraction']:.0f} %"
+            "<table><tr><th>#</th><th>value</th><th>block-scaled</th><th>per-tensor</th></tr>"
+            f"{cells}</table></div>")
+
+
+def block_explorer(values: str = DEFAULT_BLOCK, fmt: str = "mxfp4") -> W.VBox:
+    """Type values, pick a block format: scales, stored values and errors against per-tensor scaling, live."""
+    text = W.Textarea(value=values, description="values", layout=W.Layout(width="95%", height="4em"))
+    fmt_dd = W.Dropdown(options=numerics.BLOCK_FORMATS, value=fmt, description="format")
+    block = W.BoundedIntText(value=numerics.BLOCK_FORMAT_SPECS[fmt].block, min=1, max=1024, description="block")
+    out, err = W.HTML(), error_box()
+
+    def on_format(change: dict) -> None:
+        block.value = numerics.BLOCK_FORMAT_SPECS[change["new"]].block
+
+    def update(*_: object) -> None:
+        try:
+            out.value = block_view(text.value, fmt_dd.value, block.value)
+            show_error(err, None)
+        except ValueError as exc:
+            show_error(err, exc)
+
+    fmt_dd.observe(on_format, names="value")
+    for w in (text, fmt_dd, block):
+        w.observe(update, names="value")
+    update()
+    return W.VBox([text, W.HBox([fmt_dd, block]), err, out])
