@@ -177,3 +177,15 @@ def test_registry_has_the_new_formats():
         assert name in FORMATS
     assert get_format("mxfp8").bytes == pytest.approx(8.25 / 8)
     assert get_format("nvfp4").bytes == pytest.approx(4.5 / 8)
+
+
+def test_mxfp8_matches_the_reference_algorithm_with_torch_casts():
+    # microsoft/microxcaling _quantize_mx: shared_exp = floor(log2(amax)) - emax, clamp to [-127, 127],
+    # A / 2^shared_exp saturated to the element max, cast, times 2^shared_exp; here the cast is torch's own.
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((16, 64)) * np.exp(rng.normal(0, 3, (16, 1)))
+    t = torch.from_numpy(x).float().reshape(16, 2, 32)
+    exp = torch.floor(torch.log2(t.abs().amax(-1, keepdim=True))) - 8
+    scale = torch.exp2(exp.clamp(-127, 127))
+    ref = ((t / scale).clamp(-448, 448).to(torch.float8_e4m3fn).float() * scale).reshape(16, 64).double().numpy()
+    assert np.array_equal(N.block_quantize(x.astype(np.float32).astype(np.float64), "mxfp8").values, ref)
