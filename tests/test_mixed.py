@@ -86,3 +86,11 @@ def test_bad_configs():
         MixedConfig(accumulation=3)
     with pytest.raises(ValueError, match="block size 48 does not divide the width"):
         Fp8Config("block", block=48)
+
+
+def test_model_tensors_are_real_weights_and_activations():
+    from aihw.mixed.training import model_tensors
+
+    t = model_tensors(MixedConfig(steps=3))
+    assert t["blocks.0.mlp.fc.weight"].shape == (128, 32) and t["blocks.0.mlp.proj.input"].shape == (256, 128)
+    assert (t["blocks.0.mlp.proj.input"] >= -0.2).all()  # GELU outputs: bounded below
