@@ -39,7 +39,7 @@ import torch
 from aihw.cheaper import distill, prune, quantize_model
 from aihw.cheaper.quantize import PerChannel, PerGroup, QuantScheme, choose_qparams, dequantize, quantize
 from aihw.cheaper.quantize import quantized_size_bytes as packed_bytes
-from aihw.exercises import check
+from aihw.exercises import check, compare_prediction, reveal
 from aihw.models import digits
 from aihw.plots import cheaper as cplots
 from aihw.widgets import cheaper_lab
@@ -82,6 +82,7 @@ print(summary["scheme"], f"accuracy {summary['accuracy']:.1%}, "
 # multiplies in int8. **Predict** before you run: will INT8 be faster for one image at a time? For a batch of 256?
 
 # %%
+my_int8_faster_at_batch_1 = None  # "yes" or "no": your prediction, before running this cell
 int8_model, backend = quantize_model.dynamic_int8(model)
 card = digits.scorecard({"fp32": model, "int8": int8_model}, data, batch=256)
 for row in card:
@@ -92,6 +93,9 @@ assert abs(card[0]["accuracy"] - card[1]["accuracy"]) <= 0.01 and card[0]["size_
 speed = quantize_model.int8_speed_sweep(widths=(256, 1024), batches=(1, 16, 256), repeats=5)
 cplots.plot_int8_speedup(speed)
 plt.show()
+batch1 = next(r for r in speed if r["width"] == 256 and r["batch"] == 1)
+display(compare_prediction("INT8 faster at batch 1 (width 256)", my_int8_faster_at_batch_1,
+                           "yes" if batch1["speedup"] > 1.05 else "no"))
 print(quantize_model.fp8_model(model)[1])
 
 # %% [markdown]
@@ -153,7 +157,7 @@ check(answer_1, packed_bytes((256, 64), QuantScheme("int4", PerGroup(32))), rel_
 # %%
 answer_2 = None  # your answer
 check(answer_2, float(choose_qparams(torch.tensor([-2.55, 1.0]), QuantScheme("int8")).scale), rel_tol=1e-4,
-      hint="2.55 / 127.5")
+      hint="the largest magnitude maps to the edge of the int8 range; how many steps span it on each side?")
 
 # %% [markdown]
 # **Exercise 3.** How many FLOP does one image cost in the model with 75% of its hidden neurons removed
@@ -162,18 +166,23 @@ check(answer_2, float(choose_qparams(torch.tensor([-2.55, 1.0]), QuantScheme("in
 # %%
 answer_3 = None  # your answer, FLOP per image
 check(answer_3, digits.linear_flops(variants["−75% neurons"], 1), rel_tol=0, unit="FLOP",
-      hint="2·(64·64 + 64·64 + 64·10) + (64 + 64 + 10).")
+      hint="each Linear costs 2 FLOP per weight and 1 per bias, per image.")
 
 # %% [markdown]
-# ### Solutions (the checker itself is tested here)
+# **Exercise 4 (categorical).** In a dense kernel, which pruning makes the model faster: `"unstructured"` (90%
+# zeros inside the matrices) or `"neurons"` (half the neurons removed)?
 
 # %%
-solutions = [
-    check(256 * 64 // 2 + (256 * 64 // 32) * 4, packed_bytes((256, 64), QuantScheme("int4", PerGroup(32))),
-          rel_tol=0),
-    check(2.55 / 127.5, float(choose_qparams(torch.tensor([-2.55, 1.0]), QuantScheme("int8")).scale), rel_tol=1e-6),
-    check(2 * (64 * 64 + 64 * 64 + 64 * 10) + (64 + 64 + 10), digits.linear_flops(variants["−75% neurons"], 1),
-          rel_tol=0),
-]
-assert all(s.ok for s in solutions), [str(s) for s in solutions]
-print("all solutions check out")
+answer_4 = None
+check(answer_4, "neurons", choices=("unstructured", "neurons"),
+      hint="does a dense matmul skip a zero? Which one changes the matrices' shapes?")
+
+# %% [markdown]
+# ### Solutions
+#
+# Try every exercise first. Then `reveal(cheaper_lab.SOLUTIONS, n)` shows a worked solution for exercise `n`; nothing
+# is shown until you ask.
+
+# %%
+# reveal(cheaper_lab.SOLUTIONS, 1)
+assert all(str(reveal(cheaper_lab.SOLUTIONS, n)) for n in cheaper_lab.SOLUTIONS)  # worked solutions exist, not shown

@@ -38,7 +38,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from aihw import collective_cost as cc
-from aihw.exercises import check
+from aihw.exercises import check, compare_prediction, reveal
 from aihw.memory import MemoryConfig, estimate
 from aihw.parallel import collectives_bench
 from aihw.parallel import data_parallel as dp
@@ -73,6 +73,9 @@ assert cc.all_reduce_time(2**22, 4, link=guess, algorithm="ring") < cc.all_reduc
 # %%
 display(data_parallel_lab.collectives_panel(world_size=2, algorithms=("naive", "ring", "builtin"), max_bytes=2**22))
 
+# Before running: predict how many times longer the naive all-reduce takes than the ring at the largest size.
+my_naive_over_ring = None  # ratio (the model says 2 for 2 ranks)
+
 config = collectives_bench.BenchConfig(sizes_bytes=tuple(2**k for k in range(10, 25, 2)),
                                        algorithms=("naive", "ring", "builtin"), budget_s=0.1)
 rows = collectives_bench.measure(config, world_size=2)
@@ -81,8 +84,13 @@ plot_time_vs_size(rows, fits=fits)
 plt.show()
 for name, link in fits.items():
     r2 = collectives_bench.fit_rows(rows, name)[1]
-    print(f"{name:>8}: alpha = {link.alpha_s * 1e6:7.1f} us, B = {link.bandwidth_bytes_per_s / 1e9:6.3f} GB/s, R2 = {r2:.3f}")
+    print(f"{name:>8}: alpha = {link.alpha_s * 1e6:7.1f} us, B = {link.bandwidth_bytes_per_s / 1e9:6.3f} GB/s, R2 = {r2:.3f}"
+          f"  {cc.fit_flag(r2)}")
 print("no fit (times did not grow with size; was the machine busy?):", set(config.algorithms) - set(fits) or "none")
+largest = max(r["size_bytes"] for r in rows)
+at_largest = {r["algorithm"]: r["time_s"] for r in rows if r["size_bytes"] == largest}
+display(compare_prediction(f"naive / ring time at {largest / 2**20:g} MiB", my_naive_over_ring,
+                           at_largest["naive"] / at_largest["ring"]))
 assert all(r["time_s"] > 0 and r["busbw"] == r["algbw"] for r in rows)  # 2 ranks: busbw = algbw x 2(2-1)/2
 assert fits and all(link.bandwidth_bytes_per_s > 0 and link.alpha_s >= 0 for link in fits.values())
 
@@ -140,7 +148,7 @@ assert one_node.time_s < hierarchical.time_s < flat.time_s
 answer_1 = None  # your answer, ms
 expected_1 = cc.all_reduce_time(1e9, 8, link=cc.link_from_chip("H100 SXM", alpha_s=5e-6)) * 1e3
 check(answer_1, expected_1, rel_tol=0.02, unit="ms",
-      hint="2(p-1) alpha + 2(p-1)/p x n / B, with B = 900 GB/s bidirectional / 2.")
+      hint="a latency term per ring step plus the bytes each link carries over its per-direction bandwidth.")
 
 # %% [markdown]
 # **Exercise 2.** nccl-tests reports an all-reduce of 1 GiB (2³⁰ bytes) on 16 GPUs in 12 ms. What is the
@@ -159,7 +167,7 @@ check(answer_2, expected_2, rel_tol=0.02, unit="GB/s", hint="busbw = (bytes / se
 answer_3 = None  # your answer, GB (1 GB = 1e9 bytes)
 zero1 = estimate(MemoryConfig(params=7e9, precision="bf16", optimizer="adamw", dp=8, zero=1)).per_device
 expected_3 = (zero1["optimizer"] + zero1["master_weights"]) / 1e9
-check(answer_3, expected_3, rel_tol=0.02, unit="GB", hint="(8 + 4) bytes per parameter, divided among 8 GPUs.")
+check(answer_3, expected_3, rel_tol=0.02, unit="GB", hint="which parts of model state does stage 1 shard, and how many bytes each?")
 
 # %% [markdown]
 # **Exercise 4.** How many bytes does each rank *send* during a ring all-reduce of a 64 MiB buffer on
@@ -168,17 +176,23 @@ check(answer_3, expected_3, rel_tol=0.02, unit="GB", hint="(8 + 4) bytes per par
 # %%
 answer_4 = None  # your answer, bytes
 expected_4 = cc.all_reduce_terms(4, "ring")[1] * 64 * 2**20
-check(answer_4, expected_4, rel_tol=0.001, unit="bytes", hint="2(p-1) steps, each sending one chunk of n/p bytes.")
+check(answer_4, expected_4, rel_tol=0.001, unit="bytes", hint="count the steps of each half and the size of the chunk sent per step.")
 
 # %% [markdown]
-# ### Solutions (the checker itself is tested here)
+# **Exercise 5 (categorical).** In DDP, when are the gradients all-reduced: `"after forward"`,
+# `"during backward"` or `"after the optimizer step"`?
 
 # %%
-solutions = [
-    check(14 * 5e-6 * 1e3 + 2 * 7 / 8 * 1e9 / 450e9 * 1e3, expected_1, rel_tol=0.001),
-    check(2**30 / 12e-3 * 2 * 15 / 16 / 1e9, expected_2, rel_tol=0.001),
-    check(12 * 7e9 / 8 / 1e9, expected_3, rel_tol=0.001),
-    check(2 * 3 * (64 * 2**20 / 4), expected_4, rel_tol=0),
-]
-assert all(s.ok for s in solutions), [str(s) for s in solutions]
-print("all solutions check out")
+answer_5 = None
+check(answer_5, "during backward", choices=("after forward", "during backward", "after the optimizer step"),
+      hint="when do gradients exist, and what does bucketing overlap with?")
+
+# %% [markdown]
+# ### Solutions
+#
+# Try every exercise first. Then `reveal(data_parallel_lab.SOLUTIONS, n)` shows a worked solution for exercise `n`; nothing
+# is shown until you ask.
+
+# %%
+# reveal(data_parallel_lab.SOLUTIONS, 1)
+assert all(str(reveal(data_parallel_lab.SOLUTIONS, n)) for n in data_parallel_lab.SOLUTIONS)  # worked solutions exist, not shown

@@ -38,7 +38,7 @@ import torch
 from IPython.display import HTML
 
 from aihw import numerics
-from aihw.exercises import check, check_choice
+from aihw.exercises import check, compare_prediction, reveal
 from aihw.mixed.fp8 import Fp8Config, run_fp8
 from aihw.mixed.training import MixedConfig, gradient_underflow, run
 from aihw.plots.formats import plot_fraction, plot_losses
@@ -94,6 +94,8 @@ plot_losses({r: res.losses for r, res in uf.items()}, title="loss", ax=axes[0])
 plot_fraction({r: res.zero_grad_fraction for r, res in uf.items()}, ylabel="gradients == 0", ax=axes[1])
 plt.show()
 start = uf["fp32"].losses[0]
+fp16_learned = start - uf["fp16"].final_loss > 0.5 * (start - uf["fp32"].final_loss)
+display(compare_prediction("fp16 without loss scaling learns", my_guess_fp16_learns, fp16_learned))
 assert np.mean(uf["fp16"].zero_grad_fraction) > 0.5  # most gradients flushed to zero
 assert start - uf["fp16"].final_loss < 0.5 * (start - uf["fp32"].final_loss)  # and the loss stalls
 assert uf["fp16_scaled"].skipped_steps >= 1  # 2^16 overflows fp16: the scaler skips and halves
@@ -193,6 +195,16 @@ expected3 = {(True, True): "both", (True, False): "e4m3", (False, True): "e5m2",
     (kinds["fp8_e4m3"] == "saturated", kinds["fp8_e5m2"] == "saturated")]
 display(check(answer1, expected1, rel_tol=1e-9, hint="the ulp in [0.25, 0.5) is 0.25 / 8; round to nearest."),
         check(answer2, expected2, rel_tol=0, hint="65,504 / 2, rounded down to a power of two."),
-        check_choice(answer3, expected3, allowed=("e4m3", "e5m2", "both", "neither"),
-                     hint="compare 1000 with each format's largest value (448 and 57,344)."))
+        check(answer3, expected3, choices=("e4m3", "e5m2", "both", "neither"),
+              hint="compare 1000 with each format's largest value (448 and 57,344)."))
 assert check(expected1, expected1).ok and expected1 == 0.3125 and expected2 == 2**14 and expected3 == "e4m3"
+
+# %% [markdown]
+# ### Solutions
+#
+# Try every exercise first. Then `reveal(formats_lab.SOLUTIONS, n)` shows a worked solution for exercise `n`;
+# nothing is shown until you ask.
+
+# %%
+# reveal(formats_lab.SOLUTIONS, 1)
+assert all(str(reveal(formats_lab.SOLUTIONS, n)) for n in formats_lab.SOLUTIONS)  # worked solutions exist, not shown

@@ -36,7 +36,7 @@ import numpy as np
 
 from aihw import roofline, simt, systolic
 from aihw.catalogue import hardware
-from aihw.exercises import check
+from aihw.exercises import check, compare_prediction, reveal
 from aihw.plots.gpus_vs_tpus import plot_roofline
 from aihw.widgets import gpus_vs_tpus_lab
 
@@ -116,11 +116,16 @@ display(gpus_vs_tpus_lab.measure_panel(chips=("H100 SXM", "TPU v5e"), dtype="fp3
 
 from aihw.measure.roofline import MeasureConfig, measure_device
 
+# Before running: predict this machine's best fp32 matmul throughput (GFLOP/s). A laptop core does a few to a few
+# tens of GFLOP/s per core in fp32; a GPU thousands.
+my_gflops_prediction = None  # GFLOP/s
+
 mine = measure_device(MeasureConfig(dtypes=("fp32",), matmul_sizes=(64, 128, 256, 512), copy_mib=(16,),
                                     repeats=3, max_seconds=10))
 print(mine.label)
 plot_roofline(["H100 SXM", "TPU v5e"], "fp32", measured=mine)
 plt.show()
+display(compare_prediction("best fp32 matmul", my_gflops_prediction, mine.best_flops("fp32") / 1e9, unit="GFLOP/s"))
 for p in mine.matmul:
     assert abs(p.flops_per_s - 2 * p.n**3 / p.seconds) <= 1e-6 * p.flops_per_s
 assert mine.best_bandwidth() > 0 and mine.best_flops("fp32") > 0
@@ -137,16 +142,20 @@ assert mine.best_bandwidth() > 0 and mine.best_flops("fp32") > 0
 h100 = hardware.get_chip("H100 SXM")
 answer_1 = None  # your answer, FLOP/byte
 check(answer_1, roofline.ridge_point(h100.peak_flops("bf16"), h100.bandwidth_bytes_per_s), rel_tol=0.02,
-      unit="FLOP/byte", hint="Peak dense bf16 FLOP/s divided by HBM bytes/s: `aihw hardware show h100`.")
+      unit="FLOP/byte", hint="The ridge is where the two roofs meet; `aihw hardware show h100` has both numbers.")
 
 # %% [markdown]
 # **Exercise 2.** What is the shortest time, in microseconds, of a bf16 matrix-vector product
-# (1 × 8192 times 8192 × 8192) on the TPU v5e? Is it compute- or memory-bound?
+# (1 × 8192 times 8192 × 8192) on the TPU v5e? Is it compute- or memory-bound (`"compute"` or `"memory"`)?
 
 # %%
 answer_2 = None  # your answer, microseconds
-check(answer_2, roofline.estimate_matmul("TPU v5e", 1, 8192, 8192, "bf16").time_s * 1e6, rel_tol=0.05,
-      unit="µs", hint="Count the bytes: the 8192×8192 bf16 matrix dominates; divide by the HBM bandwidth.")
+answer_2_bound = None  # "compute" or "memory"
+decode_v5e = roofline.estimate_matmul("TPU v5e", 1, 8192, 8192, "bf16")
+display(check(answer_2, decode_v5e.time_s * 1e6, rel_tol=0.05, unit="µs",
+              hint="Which operand is largest? Its bytes, over the memory bandwidth, bound the time from below."),
+        check(answer_2_bound, decode_v5e.bound, choices=("compute", "memory"),
+              hint="Compare the FLOPs per byte moved with the v5e's ridge point."))
 
 # %% [markdown]
 # **Exercise 3.** How many cycles does the 3×3 weight-stationary array above take for the 4×3 by 3×3
@@ -158,16 +167,11 @@ check(answer_3, systolic.predicted_cycles(4, 3, 3, size=3, dataflow="weight-stat
       unit="cycles", hint="Loading the weights takes one cycle per row; then the last activation must cross the array.")
 
 # %% [markdown]
-# ### Solutions (the checker itself is tested here)
+# ### Solutions
+#
+# Try every exercise first. Then `reveal(gpus_vs_tpus_lab.SOLUTIONS, n)` shows a worked solution for exercise `n`; nothing
+# is shown until you ask.
 
 # %%
-solutions = [
-    check(roofline.ridge_point(h100.peak_flops("bf16"), h100.bandwidth_bytes_per_s),
-          roofline.ridge_point(h100.peak_flops("bf16"), h100.bandwidth_bytes_per_s)),
-    check(8192 * 8192 * 2 / hardware.get_chip("TPU v5e").bandwidth_bytes_per_s * 1e6,
-          roofline.estimate_matmul("TPU v5e", 1, 8192, 8192, "bf16").time_s * 1e6, rel_tol=0.01),
-    check(systolic.trace(np.ones((4, 3)), np.ones((3, 3)), size=3).cycles,
-          systolic.predicted_cycles(4, 3, 3, size=3), rel_tol=0),
-]
-assert all(s.ok for s in solutions), [str(s) for s in solutions]
-print("all solutions check out")
+# reveal(gpus_vs_tpus_lab.SOLUTIONS, 1)
+assert all(str(reveal(gpus_vs_tpus_lab.SOLUTIONS, n)) for n in gpus_vs_tpus_lab.SOLUTIONS)  # worked solutions exist, not shown

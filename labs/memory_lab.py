@@ -35,7 +35,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from aihw.catalogue import hardware
-from aihw.exercises import check
+from aihw.exercises import check, compare_prediction, reveal
 from aihw.measure.memory import MeasureConfig, compare, predict
 from aihw.memory import GB, MemoryConfig, estimate_memory
 from aihw.memory_fit import devices_needed
@@ -56,6 +56,8 @@ torch.set_num_threads(2)
 # %%
 run = MeasureConfig(model=TinyGPTConfig(width=128, depth=3, heads=8, seq_len=128), batch=4, optimizer="adamw")
 prediction = predict(run)
+# Your prediction first: which component will be the largest in the measurement below?
+my_largest_component = None  # "weights", "gradients", "optimizer" or "activations"
 {k: f"{v / 1e6:.3f} MB" for k, v in prediction.items()}
 
 # %% [markdown]
@@ -76,6 +78,8 @@ assert all(by[k]["measured"] == by[k]["predicted"] for k in ("weights", "gradien
 assert abs(by["activations"]["ratio"] - 1) < 0.10
 assert 0.95 < by["peak"]["ratio"] < 1.3  # the peak model; the plain sum is further off:
 print(f"peak / sum of components: {by['peak']['ratio_to_sum']:.3f}")
+measured_largest = max(("weights", "gradients", "optimizer", "activations"), key=lambda k: by[k]["measured"])
+display(compare_prediction("largest component", my_largest_component, measured_largest))
 fig = plot_predicted_vs_measured(rows, title="TinyGPT 128x3, batch 4 (fp32, AdamW)")
 plt.show()
 
@@ -125,11 +129,15 @@ plt.show()
 #
 # **Exercise 3.** Llama-2-70B training (mixed-precision AdamW, 4096 tokens, full recomputation) with ZeRO stage 3
 # on H100 SXMs (their memory from the course catalogue: `hardware.get_chip("H100 SXM").memory_bytes`): what is the smallest number of GPUs that holds it?
+#
+# **Exercise 4 (categorical).** Serving Llama-3-8B in bf16 to 16 sequences of 8,192 tokens: which is larger, the
+# weights or the KV cache? Answer `"weights"` or `"kv cache"`.
 
 # %%
 answer1 = None  # GB
 answer2 = None  # GB
 answer3 = None  # GPUs
+answer4 = None  # "weights" or "kv cache"
 
 e7 = estimate_memory("llama-2-7b", precision="bf16", optimizer="adamw")
 expected1 = sum(e7.total[k] for k in ("weights", "gradients", "optimizer", "master_weights")) / GB
@@ -137,7 +145,24 @@ expected2 = estimate_memory("llama-2-70b", mode="infer", batch=8, seq=4096).tota
 train70 = MemoryConfig(model="llama-2-70b", batch=1, seq=4096, recompute="full")
 h100 = hardware.get_chip("H100 SXM")
 expected3 = devices_needed(train70, h100.memory_bytes, zero=3)
-display(check(answer1, expected1, rel_tol=0.02, unit="GB", hint="2 + 2 + 8 + 4 bytes per parameter."),
-        check(answer2, expected2, rel_tol=0.02, unit="GB", hint="2 (K and V) x layers x kv heads x 128 x tokens x batch x 2 bytes."),
-        check(answer3, expected3, rel_tol=0, unit="GPUs", hint="activations are not sharded: per GPU = activations + 16 B x params / N."))
-assert check(expected1, expected1).ok and expected1 > 100 and expected3 > 8
+l3 = estimate_memory("llama-3-8b", mode="infer", batch=16, seq=8192)
+expected4 = "kv cache" if l3.total["kv_cache"] > l3.total["weights"] else "weights"
+display(check(answer1, expected1, rel_tol=0.02, unit="GB",
+              hint="list what mixed-precision AdamW keeps per parameter, and the bytes of each."),
+        check(answer2, expected2, rel_tol=0.02, unit="GB",
+              hint="the cache holds a key and a value vector per layer, KV head, token and sequence."),
+        check(answer3, expected3, rel_tol=0, unit="GPUs",
+              hint="ZeRO-3 shards model state, but what does each GPU still hold in full?"),
+        check(answer4, expected4, choices=("weights", "kv cache"),
+              hint="compute both: weights are 2 B per parameter; the cache grows with batch x context."))
+assert expected1 > 100 and expected3 > 8  # the exercises size real models: model state alone exceeds an H100
+
+# %% [markdown]
+# ### Solutions
+#
+# Try every exercise first. Then `reveal(memory_lab.SOLUTIONS, n)` shows a worked solution for exercise `n`; nothing
+# is shown until you ask.
+
+# %%
+# reveal(memory_lab.SOLUTIONS, 1)
+assert all(str(reveal(memory_lab.SOLUTIONS, n)) for n in memory_lab.SOLUTIONS)  # worked solutions exist, not shown

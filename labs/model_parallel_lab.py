@@ -37,7 +37,7 @@ import torch
 from IPython.display import HTML, display
 
 from aihw import pipeline_sim
-from aihw.exercises import check
+from aihw.exercises import check, compare_prediction, reveal
 from aihw.models.tinygpt import TinyGPTConfig
 from aihw.parallel import pipeline, tensor_parallel
 from aihw.parallel.launch import LaunchConfig, launch
@@ -103,8 +103,12 @@ print("gradients equal the unsplit model's for both schedules")
 # below are measured with autograd's saved-tensor hooks during the run above.
 
 # %%
+my_gpipe_stage0_in_flight = None  # your prediction: how many micro-batches does GPipe's stage 0 hold at once?
 for runs in results:
     s = pipeline.summary(runs)
+    if s["schedule"] == "gpipe":
+        display(compare_prediction("GPipe stage 0 micro-batches in flight", my_gpipe_stage0_in_flight,
+                                   s["peak_in_flight_measured"][0]))
     print(f"{s['schedule']:>5}: micro-batches in flight per stage {s['peak_in_flight_measured']} "
           f"(predicted {s['peak_in_flight_predicted']}); peak saved MB "
           f"{[round(b / 1e6, 2) for b in s['peak_saved_bytes_measured']]}")
@@ -158,7 +162,7 @@ assert best_plan.best.memory_bytes <= 0.9 * 80e9
 # %%
 answer_1 = None  # a fraction, e.g. 0.5
 check(answer_1, pipeline_sim.bubble_fraction(8, 24), rel_tol=0.01,
-      hint="(p - 1) / (m + p - 1): the fill and drain take p - 1 slots of a step of m + p - 1 slots.")
+      hint="how many slots does the fill and the drain take, out of how many in the whole step?")
 
 # %% [markdown]
 # **Exercise 2.** With 1F1B, $p = 8$ and $m = 24$, how many micro-batches' activations does stage 0 hold at
@@ -167,7 +171,7 @@ check(answer_1, pipeline_sim.bubble_fraction(8, 24), rel_tol=0.01,
 # %%
 answer_2 = None  # micro-batches
 check(answer_2, pipeline_sim.peak_in_flight("1f1b", 8, 24, 0), rel_tol=0, unit="micro-batches",
-      hint="Stage 0 runs p - 1 warm-up forwards, then one more before its first backward.")
+      hint="how many forwards does stage 0 run before its first backward can start?")
 
 # %% [markdown]
 # **Exercise 3.** A layer of Llama-2-13B (hidden size 5120) runs with tensor parallelism on a micro-batch of one
@@ -187,19 +191,23 @@ check(answer_3, tensor_parallel.tp_comm_per_layer(batch=1, seq=4096, hidden=5120
 # %%
 answer_4 = None  # a ratio
 check(answer_4, pipeline_sim.simulate("1f1b", 4, 8).bubble / pipeline_sim.simulate("interleaved", 4, 8, v=2).bubble,
-      rel_tol=0.02, hint="(p-1)/(m+p-1) against (p-1)/(v m+p-1).")
+      rel_tol=0.02, hint="interleaving splits each stage into v chunks: which term of the bubble formula changes?")
 
 # %% [markdown]
-# ### Solutions (the checker itself is tested here)
+# **Exercise 5 (categorical).** Which parallelism needs NVLink-class bandwidth between its devices:
+# `"pipeline"` or `"tensor"`?
 
 # %%
-solutions = [
-    check(7 / 31, pipeline_sim.bubble_fraction(8, 24), rel_tol=1e-9),
-    check(8, pipeline_sim.peak_in_flight("1f1b", 8, 24, 0), rel_tol=0),
-    check(4 * 1 * 4096 * 5120 * 2, tensor_parallel.tp_comm_per_layer(batch=1, seq=4096, hidden=5120, tp=8,
-                                                                     bytes_per_value=2)["bytes_per_step"], rel_tol=0),
-    check((3 / 11) / (3 / 19), pipeline_sim.simulate("1f1b", 4, 8).bubble
-          / pipeline_sim.simulate("interleaved", 4, 8, v=2).bubble, rel_tol=1e-6),
-]
-assert all(s.ok for s in solutions), [str(s) for s in solutions]
-print("all solutions check out")
+answer_5 = None
+check(answer_5, "tensor", choices=("pipeline", "tensor"),
+      hint="compare the bytes crossing a pipeline cut with those of the all-reduces inside every layer.")
+
+# %% [markdown]
+# ### Solutions
+#
+# Try every exercise first. Then `reveal(model_parallel_lab.SOLUTIONS, n)` shows a worked solution for exercise `n`; nothing
+# is shown until you ask.
+
+# %%
+# reveal(model_parallel_lab.SOLUTIONS, 1)
+assert all(str(reveal(model_parallel_lab.SOLUTIONS, n)) for n in model_parallel_lab.SOLUTIONS)  # worked solutions exist, not shown

@@ -64,3 +64,18 @@ def test_lab_has_at_least_three_checked_exercises_and_assertions(lab):
     source = "".join("".join(c["source"]) for c in json.loads(lab.read_text())["cells"] if c["cell_type"] == "code")
     assert len(re.findall(r"\bcheck\(", source)) >= 3
     assert "assert " in source
+
+
+TESTED_CHAPTERS = ("gpus_vs_tpus", "transformer_math", "formats", "memory", "data_parallel", "model_parallel",
+                   "cheaper", "scaling")
+
+
+@pytest.mark.parametrize("slug", TESTED_CHAPTERS)
+def test_chapter_quotes_the_seed_claims_and_gives_verdicts(slug):
+    text = (ROOT / "chapters" / f"{slug}.md").read_text()
+    assert ":class: seed-claims" in text and "_snippets/seed_claims.md" in text
+    assert ":class: seed-verdicts" in text
+    assert text.index(":class: seed-claims") < text.index(":class: seed-verdicts")
+    verdicts = text[text.index(":class: seed-verdicts"):]
+    assert re.search(r"\*\*(confirmed|refined|refuted)", verdicts), "a verdict per claim"
+    assert "*Design problem.*" in text and ":class: dropdown" in text, "a design problem with a folded solution"

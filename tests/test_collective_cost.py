@@ -149,3 +149,10 @@ def test_cli_prints_predictions_and_names_bad_input(capsys):
         cc.all_reduce_time(14e9, 8, link=cc.link_from_chip("H100 SXM")))
     assert main(["collectives", "--bytes", "-1"]) == 2
     assert "message size" in capsys.readouterr().err
+
+
+def test_low_r2_fits_are_flagged():
+    from aihw import collective_cost as cc
+
+    assert cc.fit_flag(0.99) == ""
+    assert "low R²" in cc.fit_flag(0.5) and "0.50" in cc.fit_flag(0.5)

@@ -70,3 +70,22 @@ def test_bad_loss_arguments():
     z = torch.zeros(2, 10)
     with pytest.raises(ValueError, match="temperature"):
         distill.kd_loss(z, z, torch.zeros(2, dtype=torch.long), temperature=0.0)
+
+
+def test_seed_comparison_is_paired_cached_and_gives_intervals(tmp_path):
+    from aihw.cheaper import distill
+    from aihw.models import digits as dg
+
+    data = dg.load_digits()
+    teacher = dg.train_mlp(data, dg.TrainConfig(hidden=(32,), epochs=3))
+    cfg = distill.DistillConfig(student_hidden=(8,), epochs=2)
+    first = distill.seed_comparison(teacher, data, cfg, seeds=(0, 1), cache_dir=tmp_path)
+    assert len(first["distilled"]) == len(first["alone"]) == 2
+    diffs = [a - b for a, b in zip(first["distilled"], first["alone"], strict=True)]
+    assert first["difference"].mean == pytest.approx(sum(diffs) / 2)
+    assert first["difference"].low <= first["difference"].mean <= first["difference"].high
+    assert len(list(tmp_path.glob("distill-seeds-*.json"))) == 1
+    again = distill.seed_comparison(teacher, data, cfg, seeds=(0, 1), cache_dir=tmp_path)
+    assert again["distilled"] == first["distilled"]  # read from the cache, same numbers
+    with pytest.raises(ValueError, match="two seeds"):
+        distill.seed_comparison(teacher, data, cfg, seeds=(0,), cache_dir=tmp_path)

@@ -44,3 +44,42 @@ def test_bad_tolerances_are_rejected(kwargs):
 @given(st.floats(min_value=1e-6, max_value=1e12), st.floats(min_value=0.001, max_value=0.5))
 def test_within_tolerance_always_passes(expected, rel_tol):
     assert check(expected * (1 + rel_tol / 2), expected, rel_tol=rel_tol).ok
+
+
+def test_categorical_answers():
+    from aihw.exercises import check
+
+    choices = ("compute", "memory")
+    assert check("Memory-bound", "memory", choices=choices).ok
+    assert check(" COMPUTE bound ", "compute", choices=choices).ok
+    wrong = check("compute", "memory", choices=choices, hint="compare the intensity with the ridge point")
+    assert not wrong.ok and wrong.answered and "ridge point" in wrong.message
+    assert "memory" not in wrong.message.replace("compute", "")  # the hint does not give the answer away
+    typo = check("memroy", "memory", choices=choices)
+    assert not typo.ok and "'compute'" in typo.message
+    assert not check(None, "memory", choices=choices).answered
+    with pytest.raises(ValueError, match="choices"):
+        check("memory", "memory")
+    with pytest.raises(ValueError, match="not one of the choices"):
+        check("memory", "network", choices=choices)
+
+
+def test_reveal_is_folded_and_computed_on_demand():
+    from aihw.exercises import Solution, reveal
+
+    calls = []
+    sols = {1: lambda: calls.append(1) or "2 x 3 = 6"}
+    assert calls == []
+    s = reveal(sols, 1)
+    assert isinstance(s, Solution) and "6" in str(s) and "<details" in s._repr_html_() and calls == [1]
+    with pytest.raises(ValueError, match="exercises: 1"):
+        reveal(sols, 2)
+
+
+def test_prediction_vs_measurement():
+    from aihw.exercises import compare_prediction
+
+    p = compare_prediction("step time", 2.0, 3.0, unit="ms")
+    assert "1.5" in str(p) and "2 ms" in str(p)
+    assert "no prediction" in str(compare_prediction("x", None, 1.0))
+    assert "not as predicted" in str(compare_prediction("bound", "compute", "memory"))

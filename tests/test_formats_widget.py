@@ -7,7 +7,6 @@ import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 
-from aihw.exercises import check_choice  # noqa: E402
 from aihw.widgets import formats_lab  # noqa: E402
 
 
@@ -59,12 +58,15 @@ def test_run_panel_rejects_unknown_experiment_and_runs_one():
     assert png[:4] == b"\x89PNG" and "delayed" in summary
 
 
-def test_check_choice():
-    assert check_choice("E4M3", "e4m3", allowed=("e4m3", "e5m2")).ok
-    assert not check_choice("e5m2", "e4m3", allowed=("e4m3", "e5m2")).ok
-    res = check_choice("fp32", "e4m3", allowed=("e4m3", "e5m2"))
-    assert res.answered and "not one of" in str(res)
-    assert not check_choice(None, "e4m3", allowed=("e4m3",)).answered
+def test_worked_solutions_agree_with_the_encoders():
+    from aihw import numerics
+    from aihw.exercises import reveal
+
+    assert formats_lab.WORKED[1]()[0] == numerics.round_to(0.3, "fp8_e4m3")
+    assert formats_lab.WORKED[2]()[0] == 2**14 and numerics.encode(2.0 * 2**14, "fp16") != 0x7C00
+    assert numerics.explain(1000.0, "fp8_e4m3").kind == "saturated" != numerics.explain(1000.0, "fp8_e5m2").kind
+    assert formats_lab.WORKED[3]()[0] == "e4m3"
+    assert all("Solution" in str(reveal(formats_lab.SOLUTIONS, n)) for n in formats_lab.SOLUTIONS)
 
 
 def test_block_view_and_its_errors():

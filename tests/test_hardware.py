@@ -48,7 +48,7 @@ def test_every_figure_has_unit_source_and_date(chip):
     for field, fig in all_figures(chip):
         assert fig.unit in BASE_UNITS, (chip.key, field)
         assert re.match(r"https?://\S+$", fig.source), (chip.key, field, fig.source)
-        assert datetime.date.fromisoformat(fig.read) <= datetime.date(2026, 11, 29), (chip.key, field)
+        assert datetime.date.fromisoformat(fig.read) <= datetime.date(2026, 12, 1), (chip.key, field)
         assert fig.value > 0 and math.isfinite(fig.value)
         assert fig.quoted.split()[-1] in hardware.UNITS, (chip.key, field, fig.quoted)
 
@@ -274,3 +274,20 @@ def test_duplicate_keys_and_invalid_toml_are_rejected(tmp_path):
     with pytest.raises(ValueError, match="not valid TOML"):
         load_catalogue(write(tmp_path, "[[chip]\n"))
     assert PRECISIONS[-1] == "fp4"
+
+
+def test_tpu7x_figures_as_google_prints_them():
+    # docs.cloud.google.com/tpu/docs/tpu7x comparison table (read 2026-12-01): 'HBM bandwidth per chip (GBps)
+    # 7380', 'HBM capacity per chip (GiB) 192', bidirectional ICI per chip 1200 GBps. GB and GiB as printed.
+    chip = hardware.get_chip("tpu7x")
+    assert chip.memory_bandwidth.quoted == "7380 GB/s" and chip.bandwidth_bytes_per_s == 7380e9
+    assert chip.memory.quoted == "192 GiB" and chip.memory_bytes == 192 * 2**30
+    assert chip.interconnect.bandwidth_bytes_per_s(direction="bidirectional") == 1200e9
+
+
+def test_hardware_list_does_not_call_gddr_bandwidth_hbm(capsys):
+    from aihw.cli import main
+
+    assert main(["hardware", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "HBM TB/s" not in out and "mem TB/s" in out

@@ -67,3 +67,11 @@ def test_idle_events_fill_the_gaps():
 def test_bad_input(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_glossary_1f1b_stage_k_holds_p_minus_k():
+    # Glossary: stage k (from 0) of p holds at most p - k micro-batches under 1F1B (m >= p).
+    from aihw import pipeline_sim
+
+    for p in (2, 4, 8):
+        assert [pipeline_sim.peak_in_flight("1f1b", p, 2 * p, k) for k in range(p)] == [p - k for k in range(p)]

@@ -110,3 +110,15 @@ def test_real_fp8_matches_simulated_fp8():
     simulated, _ = quantize_model.fp8_model(model, device="cpu")
     with torch.inference_mode():
         torch.testing.assert_close(real(x.cuda()).cpu(), simulated(x), atol=2e-2, rtol=2e-2)
+
+
+def test_large_layer_speed_reports_bytes_and_cache():
+    from aihw.cheaper import quantize_model as qm
+
+    r = qm.int8_large_layer_speed(features=128, batch=1, repeats=2)
+    assert r["fp32_weight_bytes"] == 4 * 128 * 128 and r["int8_weight_bytes"] == 128 * 128
+    assert r["fp32_s"] > 0 and r["int8_s"] > 0 and r["speedup"] == r["fp32_s"] / r["int8_s"]
+    llc = qm.last_level_cache_bytes()
+    assert llc is None or llc >= 2**15
+    with pytest.raises(ValueError, match="features"):
+        qm.int8_large_layer_speed(features=0)

@@ -166,6 +166,20 @@ def fit_alpha_beta(sizes_bytes: Sequence[float], times_s: Sequence[float], world
     return LinkModel(alpha, 1.0 / beta, name=f"fit ({algorithm}, {world_size} ranks)"), r2
 
 
+# Below this R², a fitted (alpha, B) describes the measurements poorly: flag it wherever a fit is shown.
+LOW_R2 = 0.9
+
+
+def fit_flag(r2: float) -> str:
+    """"" for a good fit; otherwise a short warning to print beside the fitted alpha and B.
+
+    A low R² on a shared CPU usually means scheduler stalls (single calls taking a millisecond instead of
+    microseconds) or too narrow a range of message sizes, not that the alpha-beta model is wrong: rerun on an
+    idle machine, or with more sizes, before reading alpha and B.
+    """
+    return "" if r2 >= LOW_R2 else f"low R² ({r2:.2f} < {LOW_R2}): noisy timings, do not trust alpha and B"
+
+
 def link_from_chip(chip_name: str, *, alpha_s: float = DEFAULT_CHIP_ALPHA_S) -> LinkModel:
     """A chip's scale-up link (NVLink, ICI, PCIe) from the hardware catalogue: per-direction, whole chip.
 

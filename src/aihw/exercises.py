@@ -38,14 +38,49 @@ def _fmt(value: float, unit: str) -> str:
     return f"{text} {unit}".strip()
 
 
-def check(answer: float | int | None, expected: float, *, rel_tol: float = 0.02, abs_tol: float = 0.0,
-          unit: str = "", hint: str = "") -> CheckResult:
+def _normalise(label: str) -> str:
+    """'Memory-bound' -> 'memory': case, spaces and a trailing '-bound' / ' bound' do not matter."""
+    text = " ".join(str(label).strip().lower().replace("_", " ").split())
+    for suffix in ("-bound", " bound"):
+        if text.endswith(suffix):
+            text = text[: -len(suffix)]
+    return text
+
+
+def check_choice(answer: str | None, expected: str, *, choices: tuple[str, ...] | list[str],
+                 hint: str = "") -> CheckResult:
+    """Check a categorical answer ("compute" vs "memory", which parallelism, ...) against ``expected``.
+
+    Case and a trailing "-bound" are ignored. An answer outside ``choices`` is told the allowed values
+    (it is a typo, not a wrong idea); a wrong choice gets the hint, never the right answer.
+    """
+    allowed = [_normalise(c) for c in choices]
+    if _normalise(expected) not in allowed:
+        raise ValueError(f"expected {expected!r} is not one of the choices {list(choices)}")
+    if answer is None:
+        return CheckResult(False, False, f"Not answered yet: one of {', '.join(map(repr, choices))}. {hint}".strip())
+    if not isinstance(answer, str) or _normalise(answer) not in allowed:
+        return CheckResult(False, True, f"{answer!r} is not one of {', '.join(map(repr, choices))}.")
+    if _normalise(answer) == _normalise(expected):
+        return CheckResult(True, True, f"Correct: {answer}.")
+    return CheckResult(False, True, f"Not quite: not {answer}. {hint}".strip())
+
+
+def check(answer: float | int | str | None, expected: float | str, *, rel_tol: float = 0.02,
+          abs_tol: float = 0.0, unit: str = "", hint: str = "",
+          choices: tuple[str, ...] | list[str] | None = None) -> CheckResult:
     """Check ``answer`` against ``expected`` within ``rel_tol`` (fraction) or ``abs_tol`` (absolute).
 
     ``None`` means "not answered yet" (a lab's default), which is reported, not failed loudly.
     A wrong answer says whether it is too high or too low and by what factor, since the common
     mistakes in this course are factors (2 for FMA = 2 FLOP, 8 for bits vs bytes, 1e9 vs 2^30).
+    A categorical ``expected`` (a string, with ``choices``) is checked by :func:`check_choice`.
     """
+    if isinstance(expected, str):
+        if choices is None:
+            raise ValueError("a categorical check needs choices=(...), the answers a learner may give")
+        return check_choice(answer if answer is None or isinstance(answer, str) else str(answer), expected,
+                            choices=choices, hint=hint)
     require_in_range("rel_tol", rel_tol, 0, 1)
     require_in_range("abs_tol", abs_tol, 0, math.inf, high_inclusive=False)
     if answer is None:
@@ -64,13 +99,66 @@ def check(answer: float | int | None, expected: float, *, rel_tol: float = 0.02,
     return CheckResult(False, True, msg)
 
 
-def check_choice(answer: str | None, expected: str, *, allowed: tuple[str, ...], hint: str = "") -> CheckResult:
-    """Check a categorical answer (one of ``allowed``, case-insensitive), e.g. "saturate" vs "inf"."""
-    options = ", ".join(repr(a) for a in allowed)
-    if answer is None:
-        return CheckResult(False, False, f"Not answered yet: one of {options}. {hint}".strip())
-    if not isinstance(answer, str) or answer.strip().lower() not in {a.lower() for a in allowed}:
-        return CheckResult(False, True, f"{answer!r} is not one of {options}. {hint}".strip())
-    if answer.strip().lower() == expected.lower():
-        return CheckResult(True, True, f"Correct: {expected}.")
-    return CheckResult(False, True, f"Not quite: {answer!r} is not it. {hint}".strip())
+@dataclass(frozen=True)
+class Solution:
+    """A worked solution kept folded until the learner asks for it (a lab's ``reveal`` call).
+
+    In a notebook it shows as a closed ``<details>`` box, so even a revealed solution is one click away;
+    printed in a terminal it is the plain text.
+    """
+
+    title: str
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.title}\n{self.text}"
+
+    def _repr_html_(self) -> str:
+        body = "<br>".join(html.escape(line) for line in self.text.splitlines())
+        return (f'<details style="border-left:4px solid #555;padding:4px 8px;margin:4px 0">'
+                f"<summary>{html.escape(self.title)} (click to open)</summary>{body}</details>")
+
+
+def reveal(solutions: dict, number: int) -> Solution:
+    """The worked solution of exercise ``number`` from a lab's ``solutions`` table (number -> callable).
+
+    Solutions are computed from the package's calculators when asked for, so a lab never prints its own
+    answer key: the learner calls ``reveal(SOLUTIONS, 2)`` only after trying.
+    """
+    if number not in solutions:
+        raise ValueError(f"no exercise {number!r}; exercises: {', '.join(map(str, sorted(solutions)))}")
+    text = solutions[number]()
+    return Solution(f"Solution to exercise {number}", text)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A learner's prediction beside the measurement it predicts, shown side by side after the run."""
+
+    quantity: str
+    predicted: float | str | None
+    measured: float | str
+    unit: str = ""
+
+    def __str__(self) -> str:
+        if self.predicted is None:
+            return f"{self.quantity}: no prediction recorded; measured {self._fmt(self.measured)}."
+        if isinstance(self.predicted, str) or isinstance(self.measured, str):
+            same = _normalise(str(self.predicted)) == _normalise(str(self.measured))
+            return (f"{self.quantity}: you predicted {self.predicted}, measured {self.measured}"
+                    f" ({'as predicted' if same else 'not as predicted'}).")
+        ratio = self.measured / self.predicted if self.predicted else math.inf
+        return (f"{self.quantity}: you predicted {self._fmt(self.predicted)}, measured {self._fmt(self.measured)} "
+                f"(measured / predicted = {ratio:.3g}).")
+
+    def _fmt(self, value: float | str) -> str:
+        return value if isinstance(value, str) else _fmt(value, self.unit)
+
+    def _repr_html_(self) -> str:
+        return f'<div style="border-left:4px solid #1f5fa8;padding:4px 8px;margin:4px 0">{html.escape(str(self))}</div>'
+
+
+def compare_prediction(quantity: str, predicted: float | str | None, measured: float | str, *,
+                       unit: str = "") -> Prediction:
+    """Put the learner's recorded prediction beside the measurement (``None``: no prediction was made)."""
+    return Prediction(quantity, predicted, measured, unit)

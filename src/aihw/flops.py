@@ -90,3 +90,63 @@ def flops_per_token(model: ModelShape, seq: int, *, training: bool = True, recom
 def model_flops_per_token(model: ModelShape, seq: int, *, causal: bool = False) -> float:
     """Model FLOPs per trained token (no recomputation): the numerator of MFU."""
     return flops_per_token(model, seq, training=True, recompute="none", causal=causal)
+
+
+@dataclass(frozen=True)
+class LayerIntensity:
+    """FLOPs, minimum bytes moved and arithmetic intensity of one operation of a transformer layer."""
+
+    op: str
+    kind: str  # "matmul (weights)", "matmul (attention)" or "elementwise"
+    flops: float
+    bytes_moved: float
+
+    @property
+    def intensity(self) -> float:
+        """FLOP per byte of memory traffic (each operand read once, the result written once)."""
+        return self.flops / self.bytes_moved
+
+
+def layer_intensities(model: ModelShape, *, batch: int, new_tokens: int, context: int,
+                      bytes_per_value: float = 2.0) -> list[LayerIntensity]:
+    """Arithmetic intensity of each operation of one layer for ``batch`` sequences of ``new_tokens`` each.
+
+    A training or prefill step: ``new_tokens`` = ``context`` = the sequence length; one decode step:
+    ``new_tokens`` = 1 and ``context`` = the tokens already in the KV cache. Weight matmuls read the weights
+    once for all batch x new_tokens tokens, so their intensity grows with that product; the attention
+    matmuls read each sequence's own keys and values, so a decode step's attention stays near 1 FLOP/byte
+    whatever the batch. Elementwise operations (norms, activations) do a few FLOP per value and are always
+    memory-bound. Minimum traffic: every operand read once and the result written once.
+    """
+    for name, value in (("batch", batch), ("new_tokens", new_tokens), ("context", context)):
+        require_positive(name, value, integer=True)
+    require_positive("bytes_per_value", bytes_per_value)
+    if new_tokens > context:
+        raise ValueError(f"new_tokens={new_tokens} cannot exceed context={context} (keys a query can see)")
+    h, kv, f, b = model.hidden, model.kv_dim, model.ffn_dim, bytes_per_value
+    tokens = batch * new_tokens
+
+    def linear(name: str, n_in: int, n_out: int) -> LayerIntensity:
+        return LayerIntensity(name, "matmul (weights)", 2.0 * tokens * n_in * n_out,
+                              b * (tokens * n_in + n_in * n_out + tokens * n_out))
+
+    queries_per_seq, seqs = new_tokens, batch
+    width = model.heads * model.head_dim
+    # Q K^T: per sequence, (queries x width) times (width x context) per head group; reads Q, K, writes scores.
+    scores_bytes = b * seqs * (queries_per_seq * width + context * kv + model.heads * queries_per_seq * context)
+    av_bytes = b * seqs * (model.heads * queries_per_seq * context + context * kv + queries_per_seq * width)
+    attention_flops = 2.0 * tokens * context * width
+    mlp_in = 2 * f if model.gated_mlp else f
+    ops = [
+        LayerIntensity("norm (before attention)", "elementwise", 5.0 * tokens * h, b * 2 * tokens * h),
+        linear("Q, K, V projections", h, h + 2 * kv),
+        LayerIntensity("scores Q·Kᵀ", "matmul (attention)", attention_flops, scores_bytes),
+        LayerIntensity("weighted values A·V", "matmul (attention)", attention_flops, av_bytes),
+        linear("output projection", h, h),
+        LayerIntensity("norm (before MLP)", "elementwise", 5.0 * tokens * h, b * 2 * tokens * h),
+        linear("MLP up" + (" + gate" if model.gated_mlp else ""), h, mlp_in),
+        LayerIntensity("activation" + (" (SwiGLU)" if model.gated_mlp else " (GELU)"), "elementwise",
+                       8.0 * tokens * f, b * (mlp_in + f) * tokens),
+        linear("MLP down", f, h),
+    ]
+    return ops

@@ -12,7 +12,8 @@ Every component is reported separately, in bytes (GB = 1e9 bytes, GiB = 2**30 by
   (arXiv:2205.05198), see :func:`activation_bytes_per_layer`; in inference, one layer's live working set
   (residual stream in and out plus the widest MLP intermediate, with fused attention that keeps no s x s
   score matrix), since nothing is kept for a backward pass.
-* ``kv_cache``: 2 (K and V) x layers x kv_heads x head_dim x tokens x batch x bytes.
+* ``kv_cache``: 2 (K and V) x layers x kv_heads x head_dim x tokens x batch x bytes, where tokens is capped at
+  the model's ``sliding_window`` when it has one (Mistral-7B keeps a rolling buffer of 4,096 positions).
 * ``overhead``: framework overhead and temporary buffers, only if asked for (``overhead_fraction``,
   ``overhead_bytes``), always labelled as such.
 
@@ -229,7 +230,8 @@ def _kv_cache(cfg: MemoryConfig, *, tp: int, pp: int) -> float:
     m = cfg.model
     nbytes = PRECISION_BYTES[cfg.kv_precision] if cfg.kv_precision else cfg.activation_bytes_per_value
     kv_heads = max(1, m.n_kv_heads // tp)  # fewer kv heads than tp ranks: each rank keeps one
-    return 2 * (m.layers // pp) * kv_heads * m.head_dim * cfg.tokens * cfg.batch * nbytes
+    cached = cfg.tokens if m.sliding_window is None else min(cfg.tokens, m.sliding_window)  # rolling buffer
+    return 2 * (m.layers // pp) * kv_heads * m.head_dim * cached * cfg.batch * nbytes
 
 
 def _components(cfg: MemoryConfig, *, split: bool) -> dict[str, float]:

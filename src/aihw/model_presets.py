@@ -34,6 +34,7 @@ class ModelShape:
     tied_embeddings: bool = True  # output head shares the token-embedding matrix
     source: str = ""  # where the configuration was read (URL)
     published_params: float | None = None  # the count its authors publish, for tests only
+    sliding_window: int | None = None  # attention window in tokens (Mistral: 4096); None: full attention
 
     def __post_init__(self) -> None:
         for field in ("hidden", "layers", "heads", "vocab", "max_seq"):
@@ -48,6 +49,8 @@ class ModelShape:
                                  f"(each key/value head serves a whole group of query heads)")
         if self.ffn is not None:
             require_positive("ffn", self.ffn, integer=True)
+        if self.sliding_window is not None:
+            require_positive("sliding_window", self.sliding_window, integer=True)
         require_choice("norm", self.norm, ("layernorm", "rmsnorm"))
 
     @property
@@ -108,27 +111,28 @@ def _gpt2(name: str, hidden: int, layers: int, heads: int, repo: str, published:
 
 
 def _llama(name: str, hidden: int, layers: int, heads: int, kv_heads: int, ffn: int, vocab: int,
-           max_seq: int, repo: str, published: float) -> ModelShape:
+           max_seq: int, repo: str, published: float, sliding_window: int | None = None) -> ModelShape:
     # Llama / Mistral: RoPE (no position table), RMSNorm, no biases, SwiGLU MLP, untied output head.
     return ModelShape(name, hidden, layers, heads, vocab=vocab, max_seq=max_seq, kv_heads=kv_heads, ffn=ffn,
                       gated_mlp=True, biases=False, norm="rmsnorm", learned_positions=False,
                       tied_embeddings=False, source=f"{_HF}/{repo}/blob/main/config.json",
-                      published_params=published)
+                      published_params=published, sliding_window=sliding_window)
 
 
 PRESETS: dict[str, ModelShape] = {
     m.name: m
     for m in (
-        _gpt2("gpt2-small", 768, 12, 12, "gpt2", 124e6),
-        _gpt2("gpt2-medium", 1024, 24, 16, "gpt2-medium", 355e6),
-        _gpt2("gpt2-large", 1280, 36, 20, "gpt2-large", 774e6),
-        _gpt2("gpt2-xl", 1600, 48, 25, "gpt2-xl", 1.5e9),
+        _gpt2("gpt2-small", 768, 12, 12, "gpt2", 117e6),
+        _gpt2("gpt2-medium", 1024, 24, 16, "gpt2-medium", 345e6),
+        _gpt2("gpt2-large", 1280, 36, 20, "gpt2-large", 762e6),
+        _gpt2("gpt2-xl", 1600, 48, 25, "gpt2-xl", 1542e6),
         _llama("llama-2-7b", 4096, 32, 32, 32, 11008, 32000, 4096, "meta-llama/Llama-2-7b-hf", 6.74e9),
         _llama("llama-2-13b", 5120, 40, 40, 40, 13824, 32000, 4096, "meta-llama/Llama-2-13b-hf", 13.0e9),
         _llama("llama-2-70b", 8192, 80, 64, 8, 28672, 32000, 4096, "meta-llama/Llama-2-70b-hf", 69.0e9),
         _llama("llama-3-8b", 4096, 32, 32, 8, 14336, 128256, 8192, "meta-llama/Meta-Llama-3-8B", 8.03e9),
         _llama("llama-3-70b", 8192, 80, 64, 8, 28672, 128256, 8192, "meta-llama/Meta-Llama-3-70B", 70.6e9),
-        _llama("mistral-7b", 4096, 32, 32, 8, 14336, 32000, 8192, "mistralai/Mistral-7B-v0.1", 7.24e9),
+        _llama("mistral-7b", 4096, 32, 32, 8, 14336, 32000, 8192, "mistralai/Mistral-7B-v0.1", 7.24e9,
+               sliding_window=4096),
     )
 }
 

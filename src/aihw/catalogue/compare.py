@@ -18,7 +18,7 @@ def _chips(chips: Iterable[str | Chip] | None) -> list[Chip]:
 
 
 def headline_rows(chips: Iterable[str | Chip] | None = None, precision: str = "bf16") -> list[dict]:
-    """One row per chip: dense peak at ``precision`` (TFLOP/s), memory (as quoted), HBM TB/s, ridge point."""
+    """One row per chip: dense peak at ``precision`` (TFLOP/s), memory (as quoted), memory bandwidth (TB/s), ridge point."""
     rows = []
     for c in _chips(chips):
         peak = c.peak_flops(precision) if precision in c.flops else None

@@ -11,14 +11,18 @@ independent of T. The control is the same student, same initialisation and sched
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
 from aihw._validate import require_in_range, require_positive
-from aihw.models.digits import Digits, TrainConfig, accuracy, fit, make_mlp
+from aihw.models.digits import Digits, TrainConfig, accuracy, default_cache_dir, fit, make_mlp
 
 
 def _check_temperature(temperature: float) -> float:
@@ -109,5 +113,54 @@ def temperature_sweep(teacher: nn.Module, data: Digits, temperatures: tuple[floa
     return rows
 
 
+def _teacher_fingerprint(teacher: nn.Module) -> str:
+    digest = hashlib.sha256()
+    for name, tensor in sorted(teacher.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
+def seed_comparison(teacher: nn.Module, data: Digits, config: DistillConfig = DistillConfig(), *,
+                    seeds: tuple[int, ...] = (0, 1, 2, 3, 4), cache_dir: str | Path | None = None) -> dict:
+    """Distilled student vs the same student trained alone, over ``seeds`` (paired: same seed, same init).
+
+    Returns the per-seed test accuracies ("distilled", "alone"), each one's mean and 95% interval, and the
+    interval of the paired difference: distillation helps (or hurts) only when that interval excludes zero.
+    Results are cached as JSON (keyed by the teacher's weights, the data, the config and the seeds), so a
+    rebuilt page does not retrain; ``cache_dir=None`` uses ``aihw.models.digits.default_cache_dir()``.
+    """
+    from dataclasses import asdict, replace
+
+    from aihw.stats import mean_ci95, paired_difference_ci95
+
+    if len(seeds) < 2:
+        raise ValueError(f"need at least two seeds for an interval, got {seeds!r}")
+    spec = {"teacher": _teacher_fingerprint(teacher), "config": asdict(config), "seeds": list(seeds),
+            "n_train": len(data.y_train), "n_test": len(data.y_test), "torch": torch.__version__.split("+")[0]}
+    key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+    folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    path = folder / f"distill-seeds-{key}.json"
+    runs = None
+    if path.exists():
+        try:
+            runs = json.loads(path.read_text())
+        except (OSError, ValueError):
+            runs = None
+    if runs is None:
+        runs = {"distilled": [], "alone": []}
+        for seed in seeds:
+            cfg = replace(config, seed=seed)
+            student, alone = distill_and_control(teacher, data, cfg)
+            runs["distilled"].append(accuracy(student, data.x_test, data.y_test))
+            runs["alone"].append(accuracy(alone, data.x_test, data.y_test))
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(runs))
+        os.replace(tmp, path)
+    return {**runs, "distilled_ci": mean_ci95(runs["distilled"]), "alone_ci": mean_ci95(runs["alone"]),
+            "difference": paired_difference_ci95(runs["distilled"], runs["alone"])}
+
+
 __all__ = ["kd_loss", "DistillConfig", "distill", "train_student_alone", "distill_and_control", "transfer_set",
-           "temperature_sweep"]
+           "temperature_sweep", "seed_comparison"]

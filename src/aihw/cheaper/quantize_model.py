@@ -21,7 +21,7 @@ from collections.abc import Iterable
 import torch
 from torch import nn
 
-from aihw._validate import require_choice
+from aihw._validate import require_choice, require_positive
 from aihw.cheaper.quantize import (
     PerTensor,
     QuantScheme,
@@ -179,6 +179,46 @@ def int8_speed_sweep(*, widths: Iterable[int] = (256, 1024), batches: Iterable[i
             rows.append({"width": width, "batch": batch, "fp32_s": t["fp32"], "int8_s": t["int8"],
                          "speedup": t["fp32"] / t["int8"], "backend": backend})
     return rows
+
+
+def last_level_cache_bytes() -> int | None:
+    """Size of this CPU's largest cache in bytes, read from Linux sysfs; None where it cannot be read."""
+    from pathlib import Path
+
+    sizes = []
+    for f in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        text = f.read_text().strip().upper()
+        try:
+            value = int(text.rstrip("KMG"))
+        except ValueError:
+            continue
+        sizes.append(value * {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1], 1))
+    return max(sizes) if sizes else None
+
+
+def int8_large_layer_speed(*, features: int = 8192, batch: int = 1, repeats: int = 7,
+                           threads: int | None = 1) -> dict:
+    """fp32 vs dynamic-INT8 latency of one ``features x features`` Linear at ``batch``: weights far beyond cache.
+
+    At batch 1 a layer is a matrix-vector product: each weight is used once, so the time is the time to stream
+    the weights from memory. Here INT8's four-times-smaller weights (64 MiB vs 256 MiB at 8192) can show the
+    bandwidth effect that a small, cache-resident layer cannot.
+    """
+    from aihw.models.digits import latencies
+
+    require_positive("features", features, integer=True)
+    require_positive("batch", batch, integer=True)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        fp32 = nn.Sequential(nn.Linear(features, features)).eval()
+    int8, backend = dynamic_int8(fp32)
+    x = torch.randn(batch, features, generator=torch.Generator().manual_seed(0))
+    t = latencies({"fp32": fp32, "int8": int8}, x, repeats=repeats, threads=threads)
+    weights = features * features
+    return {"features": features, "batch": batch, "fp32_s": t["fp32"], "int8_s": t["int8"],
+            "speedup": t["fp32"] / t["int8"], "backend": backend, "fp32_weight_bytes": 4 * weights,
+            "int8_weight_bytes": weights, "llc_bytes": last_level_cache_bytes(),
+            "fp32_gb_per_s": 4 * weights / t["fp32"] / 1e9, "int8_gb_per_s": weights / t["int8"] / 1e9}
 
 
 def _torchao_available() -> bool:

@@ -31,14 +31,15 @@ def run_list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([c.to_dict() for c in chips], indent=2))
         return 0
-    header = f"{'key':<14} {'name':<28} {'kind':<4} {'bf16 TFLOP/s':>12} {'memory':>10} {'HBM TB/s':>9}"
+    header = f"{'key':<14} {'name':<28} {'kind':<4} {'bf16 TFLOP/s':>12} {'memory':>10} {'mem TB/s':>9}"
     print(header)
     print("-" * len(header))
     for c in chips:
         bf16 = _tera(c.peak_flops("bf16")) if "bf16" in c.flops else "-"
         print(f"{c.key:<14} {c.name:<28} {c.kind:<4} {bf16:>12} {c.memory.quoted:>10} "
               f"{c.bandwidth_bytes_per_s / 1e12:>9.2f}")
-    print("FLOP/s are dense (no 2:4 sparsity). `aihw hardware show NAME` gives every figure with its source.")
+    print("FLOP/s are dense (no 2:4 sparsity); mem TB/s is the memory bandwidth (HBM, or GDDR on T4/L4). "
+          "`aihw hardware show NAME` gives every figure with its source.")
     return 0
 
 

@@ -72,19 +72,27 @@ def _plot_measured(ax, measured, dtype: str, x: np.ndarray) -> None:
 
 def plot_attainable_vs_size(chip: str | Chip, sizes: Sequence[int], dtypes: Sequence[str] = ("fp32", "bf16", "fp8"),
                             ax=None):
-    """Attainable fraction of peak for n×n×n matmuls as n grows: where each precision becomes compute-bound."""
-    from aihw.roofline import square_matmul_intensity
+    """Attainable TFLOP/s of n×n×n matmuls as n grows, one line per precision, the compute-bound size marked.
+
+    Absolute throughput on a log axis, not the fraction of peak: as fractions, bf16 and fp8 coincide exactly
+    (half the bytes doubles the intensity just as twice the peak doubles the ridge), and one line would hide
+    the other.
+    """
+    from aihw.roofline import min_square_matmul_for_compute_bound, square_matmul_intensity
 
     chip = get_chip(chip) if isinstance(chip, str) else chip
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(7, 4))
-    for dtype in dtypes:
-        if dtype not in chip.flops:
-            continue
+    styles = ("-", "--", ":", "-.")
+    for i, dtype in enumerate(d for d in dtypes if d in chip.flops):
         peak, bw = chip.peak_flops(dtype), chip.bandwidth_bytes_per_s
-        frac = [attainable_flops(square_matmul_intensity(n, dtype), peak, bw) / peak for n in sizes]
-        ax.plot(sizes, frac, marker="o", label=dtype)
-    ax.set(xscale="log", xlabel="matrix size n (n×n×n matmul)", ylabel="attainable fraction of peak",
-           title=f"{chip.name}: when does a square matmul become compute-bound?", ylim=(0, 1.05))
+        tflops = [attainable_flops(square_matmul_intensity(n, dtype), peak, bw) / 1e12 for n in sizes]
+        (line,) = ax.plot(sizes, tflops, marker="o", linestyle=styles[i % len(styles)], label=dtype)
+        knee = min_square_matmul_for_compute_bound(peak, bw, dtype)
+        ax.axvline(knee, color=line.get_color(), linestyle=":", alpha=0.7)
+        ax.annotate(f"{dtype}: n ≥ {knee:,}", (knee, peak / 1e12), textcoords="offset points", xytext=(4, -14 - 10 * i),
+                    fontsize=8, color=line.get_color())
+    ax.set(xscale="log", yscale="log", xlabel="matrix size n (n×n×n matmul)",
+           ylabel="attainable TFLOP/s (dense)", title=f"{chip.name}: when does a square matmul become compute-bound?")
     ax.grid(True, alpha=0.3)
     ax.legend()
     fig.tight_layout()

@@ -200,3 +200,25 @@ def cheaper_lab(model, data) -> W.VBox:
 
 __all__ = ["GRANULARITIES", "make_scheme", "quantization_report", "pruning_report", "distillation_report",
            "cheaper_lab"]
+
+
+# --- worked solutions of the lab's exercises (shown only through aihw.exercises.reveal) ---------------------
+
+def _worked_1() -> tuple[float, str]:
+    value = 256 * 64 // 2 + (256 * 64 // 32) * 4
+    return float(value), (f"256 x 64 = 16,384 weights at half a byte = 8,192 bytes, plus 16,384 / 32 = 512 "
+                          f"groups x 4-byte scale = 2,048 bytes: {value:,} bytes.")
+
+
+def _worked_2() -> tuple[float, str]:
+    value = 2.55 / 127.5
+    return value, f"scale = max|x| / ((127 - (-128)) / 2) = 2.55 / 127.5 = {value:.4f}."
+
+
+def _worked_3() -> tuple[float, str]:
+    value = 2 * (64 * 64 + 64 * 64 + 64 * 10) + (64 + 64 + 10)
+    return float(value), f"2·(64·64 + 64·64 + 64·10) multiply-add FLOP + (64 + 64 + 10) bias adds = {value:,} FLOP."
+
+
+WORKED = {1: _worked_1, 2: _worked_2, 3: _worked_3}
+SOLUTIONS = {n: (lambda f=f: f()[1]) for n, f in WORKED.items()}

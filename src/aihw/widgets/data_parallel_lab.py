@@ -48,7 +48,7 @@ def measurement_summary(rows: list[dict]) -> tuple[dict[str, cc.LinkModel], str]
     for name in dict.fromkeys(r["algorithm"] for r in rows):
         sizes = {r["size_bytes"] for r in rows if r["algorithm"] == name}
         top = next(r for r in rows if r["algorithm"] == name and r["size_bytes"] == largest)
-        entry = {"algorithm": name, "alpha_us": float("nan"), "bw": float("nan"), "r2": float("nan"),
+        entry = {"algorithm": name, "alpha_us": float("nan"), "bw": float("nan"), "r2": float("nan"), "flag": "no fit",
                  "busbw": top["busbw"] / 1e9}
         if len(sizes) >= 2 and top["world_size"] > 1:
             from aihw.parallel.collectives_bench import fit_rows
@@ -59,10 +59,11 @@ def measurement_summary(rows: list[dict]) -> tuple[dict[str, cc.LinkModel], str]
                 table.append(entry)
                 continue
             fits[name] = link
-            entry.update(alpha_us=link.alpha_s * 1e6, bw=link.bandwidth_bytes_per_s / 1e9, r2=r2)
+            entry.update(alpha_us=link.alpha_s * 1e6, bw=link.bandwidth_bytes_per_s / 1e9, r2=r2,
+                         flag=cc.fit_flag(r2) or "ok")
         table.append(entry)
     html_table = _table(table, {"algorithm": "algorithm", "alpha_us": "fitted α (µs)", "bw": "fitted B (GB/s)",
-                                "r2": "R²", "busbw": f"busbw at {largest / 2**20:g} MiB (GB/s)"},
+                                "r2": "R²", "flag": "fit", "busbw": f"busbw at {largest / 2**20:g} MiB (GB/s)"},
                         {"alpha_us": ".1f", "bw": ".3f", "r2": ".3f", "busbw": ".3f"})
     return fits, html_table
 
@@ -222,3 +223,31 @@ def cluster_panel(params: float = 7e9) -> W.VBox:
 
 __all__ = ["measurement_summary", "collectives_panel", "training_summary", "training_panel", "cluster_report",
            "cluster_panel"]
+
+
+# --- worked solutions of the lab's exercises (shown only through aihw.exercises.reveal) ---------------------
+
+def _worked_1() -> tuple[float, str]:
+    value = 14 * 5e-6 * 1e3 + 2 * 7 / 8 * 1e9 / 450e9 * 1e3
+    return value, ("Ring on p = 8: 2(p-1) = 14 latency terms of 5 µs, plus 2(p-1)/p x 1e9 bytes at 450 GB/s per "
+                   f"direction (900 GB/s bidirectional / 2): {value:.3f} ms.")
+
+
+def _worked_2() -> tuple[float, str]:
+    value = 2**30 / 12e-3 * 2 * 15 / 16 / 1e9
+    return value, f"algbw = 2^30 B / 12 ms; busbw = algbw x 2(p-1)/p = x 30/16 for p = 16: {value:.1f} GB/s."
+
+
+def _worked_3() -> tuple[float, str]:
+    value = 12 * 7e9 / 8 / 1e9
+    return value, f"8 B of Adam moments + 4 B of fp32 master weights = 12 B per parameter, sharded 8 ways: {value:.1f} GB."
+
+
+def _worked_4() -> tuple[float, str]:
+    value = 2 * 3 * (64 * 2**20 / 4)
+    return value, (f"2(p-1) = 6 steps (3 reduce-scatter, 3 all-gather), each sending one chunk of n/p = 16 MiB: "
+                   f"{value:,.0f} bytes.")
+
+
+WORKED = {1: _worked_1, 2: _worked_2, 3: _worked_3, 4: _worked_4}
+SOLUTIONS = {n: (lambda f=f: f()[1]) for n, f in WORKED.items()}

@@ -195,3 +195,30 @@ def block_explorer(values: str = DEFAULT_BLOCK, fmt: str = "mxfp4") -> W.VBox:
         w.observe(update, names="value")
     update()
     return W.VBox([text, W.HBox([fmt_dd, block]), err, out])
+
+
+# Worked solutions of the lab's exercises: each derives the answer by hand arithmetic (tests compare it with the
+# encoders the checks use); ``SOLUTIONS`` is what ``aihw.exercises.reveal`` shows.
+
+
+def _worked_1() -> tuple[float, str]:
+    ulp = 0.25 / 2**3  # [0.25, 0.5) = 2^-2 x [1, 2); 3 mantissa bits: 8 steps per binade
+    value = round(0.3 / ulp) * ulp
+    return value, (f"0.3 lies in [0.25, 0.5), where E4M3's 3 mantissa bits give steps of 0.25 / 8 = {ulp}. "
+                   f"0.3 / {ulp} = {0.3 / ulp:.2f}, nearest integer {round(0.3 / ulp)}: stored {value}.")
+
+
+def _worked_2() -> tuple[float, str]:
+    exponent = math.floor(math.log2(65504 / 2.0))
+    return 2.0**exponent, (f"The largest gradient times S must stay <= 65,504: S <= 32,752. The largest power of "
+                           f"two below that is 2^{exponent} = {2**exponent:,}.")
+
+
+def _worked_3() -> tuple[str, str]:
+    return "e4m3", ("E4M3's largest value is 448 and it has no infinity: 1000 saturates to 448. E5M2 reaches "
+                    "57,344, so 1000 is inside its range and rounds to its nearest neighbour, 1024 (steps of 128 "
+                    "in [512, 1024)).")
+
+
+WORKED = {1: _worked_1, 2: _worked_2, 3: _worked_3}
+SOLUTIONS = {n: (lambda f=f: f()[1]) for n, f in WORKED.items()}

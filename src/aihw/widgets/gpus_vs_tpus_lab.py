@@ -161,3 +161,37 @@ def measure_panel(chips: Sequence[str] = DEFAULT_CHIPS, dtype: str = "fp32", con
 
 __all__ = ["roofline_report", "roofline_explorer", "systolic_step", "systolic_stepper", "measurement_report",
            "measure_panel"]
+
+
+# --- worked solutions of the lab's exercises (shown only through aihw.exercises.reveal) ---------------------
+
+def _worked_1() -> tuple[float, str]:
+    from aihw.catalogue import hardware
+
+    h100 = hardware.get_chip("H100 SXM")
+    value = h100.peak_flops("bf16") / h100.bandwidth_bytes_per_s
+    return value, (f"ridge = dense bf16 peak / memory bandwidth = {h100.peak_flops('bf16') / 1e12:,.1f} TFLOP/s / "
+                   f"{h100.bandwidth_bytes_per_s / 1e12:.2f} TB/s = {value:.0f} FLOP/byte.")
+
+
+def _worked_2() -> tuple[float, str]:
+    from aihw.catalogue import hardware
+
+    bw = hardware.get_chip("TPU v5e").bandwidth_bytes_per_s
+    value = 8192 * 8192 * 2 / bw * 1e6
+    return value, (f"2·8192² = {2 * 8192**2:.3g} FLOP on about 8192² x 2 bytes of matrix: intensity ~1 FLOP/byte, "
+                   f"far below the ridge, so memory-bound. Time >= bytes / bandwidth = {value:.0f} µs.")
+
+
+def _worked_3() -> tuple[float, str]:
+    import numpy as np
+
+    from aihw import systolic
+
+    value = float(systolic.trace(np.ones((4, 3)), np.ones((3, 3)), size=3).cycles)
+    return value, (f"Counting the stepper's cycles: {value:.0f} (3 cycles to load the weights, then 4 rows of A enter "
+                   "one per cycle and the last partial sum needs the array's height and width to drain).")
+
+
+WORKED = {1: _worked_1, 2: _worked_2, 3: _worked_3}
+SOLUTIONS = {n: (lambda f=f: f()[1]) for n, f in WORKED.items()}

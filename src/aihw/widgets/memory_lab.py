@@ -229,3 +229,33 @@ def memory_explorer(model: str = "llama-2-7b", chip: str = "NVIDIA H100 SXM") ->
     right = W.VBox([c[k] for k in ("batch", "seq", "zero", "dp", "tp", "pp", "chip")])
     return W.VBox([W.HBox([left, right]), c["mode"], c["recompute"], err, verdict, bars,
                    W.HBox([button, status]), out])
+
+
+# --- worked solutions of the lab's exercises (shown only through aihw.exercises.reveal) ---------------------
+
+def _worked_1() -> tuple[float, str]:
+    value = 6_738_415_616 * (2 + 2 + 8 + 4) / 1e9
+    return value, ("bf16 weights 2 B + bf16 gradients 2 B + two fp32 Adam moments 8 B + fp32 master copy 4 B = "
+                   f"16 B per parameter; x 6.738e9 = {value:.1f} GB.")
+
+
+def _worked_2() -> tuple[float, str]:
+    value = 2 * 80 * 8 * 128 * 4096 * 8 * 2 / 1e9
+    return value, f"2 (K and V) x 80 layers x 8 KV heads x 128 x 4096 tokens x 8 sequences x 2 bytes = {value:.2f} GB."
+
+
+def _worked_3() -> tuple[float, str]:
+    from aihw.catalogue import hardware
+    from aihw.memory import MemoryConfig, estimate
+    from aihw.memory_fit import devices_needed
+
+    train = MemoryConfig(model="llama-2-70b", batch=1, seq=4096, recompute="full")
+    n = devices_needed(train, hardware.get_chip("H100 SXM").memory_bytes, zero=3)
+    act = estimate(train).total["activations"]
+    return float(n), (f"ZeRO-3 shards the 16 B/parameter of model state over N GPUs, but each GPU keeps its own "
+                      f"activations ({act / 1e9:.1f} GB with full recomputation). The smallest N with "
+                      f"activations + 16 B x 69e9 / N <= 80 GB is {n}.")
+
+
+WORKED = {1: _worked_1, 2: _worked_2, 3: _worked_3}
+SOLUTIONS = {n: (lambda f=f: f()[1]) for n, f in WORKED.items()}

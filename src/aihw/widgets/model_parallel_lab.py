@@ -144,3 +144,30 @@ def planner_widget(model: str = "llama-2-13b", chip: str = "H100 SXM") -> W.VBox
 
 
 __all__ = ["simulate_view", "run_view", "plan_view", "schedule_explorer", "pipeline_panel", "planner_widget"]
+
+
+# --- worked solutions of the lab's exercises (shown only through aihw.exercises.reveal) ---------------------
+
+def _worked_1() -> tuple[float, str]:
+    value = 7 / 31
+    return value, f"(p-1)/(m+p-1) = 7/31 = {value:.3f}: fill and drain take p-1 slots of a step of m+p-1."
+
+
+def _worked_2() -> tuple[float, str]:
+    return 8.0, ("Stage 0 runs p-1 = 7 warm-up forwards, then one more forward before its first backward: 8 = p. "
+                 "Stage k holds p-k.")
+
+
+def _worked_3() -> tuple[float, str]:
+    value = 4 * 1 * 4096 * 5120 * 2
+    return float(value), (f"4 all-reduces per layer and step (2 forward, 2 backward), each over b x s x h = "
+                          f"1 x 4096 x 5120 values of 2 bytes: {value:,} bytes.")
+
+
+def _worked_4() -> tuple[float, str]:
+    value = (3 / 11) / (3 / 19)
+    return value, f"1F1B: (p-1)/(m+p-1) = 3/11; interleaved: (p-1)/(vm+p-1) = 3/19; ratio {value:.3f}."
+
+
+WORKED = {1: _worked_1, 2: _worked_2, 3: _worked_3, 4: _worked_4}
+SOLUTIONS = {n: (lambda f=f: f()[1]) for n, f in WORKED.items()}
