@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 TORCH_CPU := torch==2.13.0
 
-.PHONY: setup book test test-unit test-labs test-book lint labs bench clean browser-deps
+.PHONY: setup book test test-gpu test-unit test-labs test-book lint labs bench clean browser-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,10 @@ setup: $(BIN)/python
 	@$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install -q $(TORCH_CPU)
 	$(BIN)/python -m pip install -q -r requirements.txt
 	@$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
+	@# ipywidgets 7.7.1 (Colab's) for the widget compatibility test; never installed, only put on a test's path
+	@test -f .cache/compat/ipywidgets-7.7.1-py2.py3-none-any.whl || $(BIN)/python -m pip download -q --no-deps \
+	  -d .cache/compat ipywidgets==7.7.1 ipython_genutils==0.2.0
+	@$(BIN)/python scripts/live_assets.py fetch  # Pyodide core for the live calculators (needs npm; optional off CI)
 	@echo "setup done: $$($(BIN)/python -c 'import torch, aihw; print("aihw", aihw.__version__, "| torch", torch.__version__)')"
 
 book: setup
@@ -27,8 +31,11 @@ book: setup
 browser-deps:
 	@bash scripts/install_browser.sh
 
+# The test build executes every page every time: no execution cache (it is keyed on the page, not on the
+# package a page imports) and --all (Sphinx would otherwise skip a page whose source did not change).
 test-book: setup
-	$(BIN)/jupyter-book build . -W -n --keep-going
+	rm -rf _build/.jupyter_cache
+	$(BIN)/jupyter-book build . -W -n --keep-going --all
 
 test-unit: setup browser-deps
 	$(BIN)/python -m pytest tests -q
@@ -46,6 +53,14 @@ labs: setup
 
 test: setup browser-deps lint test-book test-unit test-labs
 	@echo "all test stages passed"
+
+# The GPU suite: GPU tests, every lab under nbval on the GPU, and a report of the measured figures.
+test-gpu: setup
+	@$(BIN)/python -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" || \
+	  { echo "make test-gpu: no CUDA GPU is visible on this machine, so there is nothing to run (make test is the CPU suite)"; exit 0; }
+	$(BIN)/python -m pytest tests -q -m gpu -p no:cacheprovider -rs
+	$(BIN)/python -m pytest --nbval-lax --nbval-cell-timeout=300 labs -q -p no:cacheprovider
+	$(BIN)/python -m aihw.measure.gpu_report --out gpu_report.md
 
 # Speed and fidelity tables. bench_build_and_ci.py (fresh-clone set-up, book and CI times) is slow: run it alone.
 bench: setup

@@ -30,7 +30,7 @@
 try:
     import aihw  # noqa: F401  (imported to check it is installed)
 except ImportError:
-    # %pip install -q "aihw[labs] @ git+https://github.com/aihw-course/aihw"
+    # %pip install -q "aihw[labs] @ git+https://github.com/aihw-course/aihw@v0.1.0"  # the release this book is built from
     import aihw  # noqa: F401
 import os
 
@@ -141,13 +141,14 @@ assert one_node.time_s < hierarchical.time_s < flat.time_s
 #
 # Replace `None` with your number and run the cell. The expected values come from the package's calculators.
 #
-# **Exercise 1.** How many milliseconds does a ring all-reduce of 1 GB (10⁹ bytes) take on 8 H100 SXM GPUs in one
-# node? Use the catalogue's NVLink bandwidth per direction (`cc.link_from_chip("H100 SXM")`) and α = 5 µs.
+# **Exercise 1.** How many milliseconds does a ring all-reduce of 100 MB (10⁸ bytes) take on 8 H100 SXM GPUs in
+# one node? Use the catalogue's NVLink bandwidth per direction (`cc.link_from_chip("H100 SXM")`) and α = 5 µs.
 
 # %%
 answer_1 = None  # your answer, ms
-expected_1 = cc.all_reduce_time(1e9, 8, link=cc.link_from_chip("H100 SXM", alpha_s=5e-6)) * 1e3
-check(answer_1, expected_1, rel_tol=0.02, unit="ms",
+expected_1 = cc.all_reduce_time(data_parallel_lab.RING_TIME_BYTES, 8,
+                                link=cc.link_from_chip("H100 SXM", alpha_s=5e-6)) * 1e3
+check(answer_1, expected_1, rel_tol=data_parallel_lab.RING_TIME_REL_TOL, unit="ms",
       hint="a latency term per ring step plus the bytes each link carries over its per-direction bandwidth.")
 
 # %% [markdown]

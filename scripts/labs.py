@@ -7,7 +7,9 @@ through ``labs/jupytext.toml``); the ``.ipynb`` is what Colab, nbval and the boo
     python scripts/labs.py check   # exit 1, naming the lab, when an .ipynb is out of step with its .py
 
 The set-up cell (the first code cell) is rendered from ``repository.url`` in ``_config.yml``, the setting that also
-drives the book's launch buttons, so the install line and the buttons cannot disagree.
+drives the book's launch buttons, so the install line and the buttons cannot disagree. It installs the release
+that matches the book: the git tag ``v<version>`` where ``<version>`` is ``aihw.__version__`` of this checkout
+(README, "Releases"), never the moving ``main``.
 """
 
 from __future__ import annotations
@@ -24,8 +26,22 @@ ROOT = Path(__file__).resolve().parents[1]
 LABS = ROOT / "labs"
 
 
+def package_version() -> str:
+    """``__version__`` of the package in this checkout (read from the source, not from what is installed)."""
+    text = (ROOT / "src" / "aihw" / "__init__.py").read_text()
+    found = re.search(r'^__version__ = "([^"]+)"', text, re.MULTILINE)
+    if not found:
+        raise ValueError("src/aihw/__init__.py has no __version__ = \"...\" line")
+    return found.group(1)
+
+
+def release_tag() -> str:
+    """The git tag of the release this book and its labs belong to."""
+    return f"v{package_version()}"
+
+
 def setup_cell() -> str:
-    """The first code cell of every lab, rendered from ``_config.yml``."""
+    """The first code cell of every lab, rendered from ``_config.yml`` and the package version."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     url = config["repository"]["url"]
     return (
@@ -33,7 +49,7 @@ def setup_cell() -> str:
         "try:\n"
         "    import aihw  # noqa: F401  (imported to check it is installed)\n"
         "except ImportError:\n"
-        f'    %pip install -q "aihw[labs] @ git+{url}"\n'
+        f'    %pip install -q "aihw[labs] @ git+{url}@{release_tag()}"  # the release this book is built from\n'
         "    import aihw  # noqa: F401"
     )
 

@@ -1,7 +1,8 @@
 """Shared helpers of the headless-browser tests (tests/test_browser_*.py).
 
 Skip policy: a missing browser, Playwright or built book skips the test on a laptop, but FAILS it in CI
-(``CI=true``, as GitHub Actions and most CI services set it), so CI can never pass by skipping.
+(``CI`` set to any true-looking value: ``true`` as GitHub Actions sets it, ``1``, ``yes``, ``True``...; ``.ci/run``
+sets it), so CI can never pass by skipping.
 """
 
 from __future__ import annotations
@@ -24,9 +25,17 @@ CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-q
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 
 
+FALSE_WORDS = {"", "0", "false", "no", "off", "n", "f"}
+
+
+def in_ci() -> bool:
+    """True when the CI variable holds any true-looking value (not unset, empty, 0, false, no, off)."""
+    return os.environ.get("CI", "").strip().lower() not in FALSE_WORDS
+
+
 def unavailable(reason: str) -> None:
     """Skip (laptop) or fail (CI) a test that cannot run here."""
-    if os.environ.get("CI") == "true":
+    if in_ci():
         pytest.fail(f"{reason} (CI must not skip browser tests)", pytrace=False)
     pytest.skip(reason)
 

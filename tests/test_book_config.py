@@ -57,6 +57,17 @@ def test_lab_set_up_cell_installs_from_the_configured_repository_and_keeps_torch
     install = next(line for line in first.splitlines() if "pip install" in line)
     assert f"git+{CONFIG['repository']['url']}" in install, "the lab and _config.yml disagree on the repository"
     assert "torch" not in install.replace("aihw", "")
+    pin = re.search(r"git\+\S+?@(v[^\"\s]+)\"", install)
+    assert pin, f"the install line must pin a release tag (git+URL@vX.Y.Z), not the moving main: {install}"
+    assert pin.group(1) == f"v{_package_version()}", "the lab installs another release than the book's package"
+
+
+def _package_version() -> str:
+    import aihw
+
+    pyproject = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.MULTILINE).group(1)
+    assert pyproject == aihw.__version__, "pyproject.toml and aihw.__version__ disagree"
+    return aihw.__version__
 
 
 @pytest.mark.parametrize("lab", LABS, ids=lambda p: p.name)

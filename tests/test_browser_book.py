@@ -38,6 +38,8 @@ INSPECT_JS = """async () => {
     mathjax: document.querySelectorAll("mjx-container").length,
     traceback_text: document.body.innerText.includes("Traceback"),
     traceback_nodes: document.querySelectorAll(".output_traceback, .traceback").length,
+    execution: (document.querySelector('meta[name="aihw-execution"]') || {}).content || null,
+    error_outputs: document.querySelectorAll(".output.error, .output.traceback").length,
   };
 }"""
 
@@ -148,6 +150,25 @@ def test_no_tracebacks(book):
 
     problems = _problems(book, check)
     assert not problems, "executed cells failed:\n" + problems
+
+
+def test_every_executed_page_executed_without_error(book):
+    """A page whose notebook failed to run (allow_errors is off) is marked "failed" by _ext/page_assets.py,
+    and carries error outputs when it ran partly; every chapter and lab must have run."""
+    def check(rep):
+        found = []
+        if rep.info["execution"] == "failed":
+            found.append("its notebook failed to execute at build time")
+        if rep.info["error_outputs"]:
+            found.append(f"{rep.info['error_outputs']} error output(s)")
+        return found
+
+    problems = _problems(book, check)
+    assert not problems, "pages whose execution failed:\n" + problems
+    executed = {rel for rel, rep in book.items() if rep.info["execution"] == "ok"}
+    labs = {rel for rel in book if rel.startswith("labs/")}
+    missing = sorted((labs | set(MIN_FIGURES)) - executed)
+    assert not missing, f"pages that should have run at build time but carry no execution record: {missing}"
 
 
 def test_math_is_rendered(book):

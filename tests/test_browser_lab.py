@@ -13,7 +13,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -25,7 +24,6 @@ from browser_support import REPO, block_external, chromium_browser, free_port, r
 pytestmark = pytest.mark.browser
 
 NOTEBOOK = REPO / "labs" / "gpus_vs_tpus_lab.ipynb"
-SCREENSHOT = Path(tempfile.gettempdir()) / "aihw_lab_browser.png"
 START_TIMEOUT_S = 60
 RUN_TIMEOUT_S = 180
 
@@ -109,28 +107,28 @@ def _stop_lab(proc: subprocess.Popen, base: str, token: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def lab() -> Iterator[str]:
+def lab(tmp_path_factory) -> Iterator[str]:
     """URL of the lab notebook, opened in a freshly started JupyterLab (torn down afterwards)."""
     require_browser()  # before spending seconds on a server nobody can look at
-    with tempfile.TemporaryDirectory(prefix="aihw-lab-") as tmp:
-        root = Path(tmp) / "work"
-        root.mkdir()
-        shutil.copy(NOTEBOOK, root / NOTEBOOK.name)
-        env = dict(os.environ)
-        for var, sub in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_RUNTIME_DIR", "runtime"),
-                         ("JUPYTERLAB_SETTINGS_DIR", "settings"), ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"),
-                         ("IPYTHONDIR", "ipython")):
-            env[var] = str(Path(tmp) / sub)
-        news = Path(env["JUPYTERLAB_SETTINGS_DIR"]) / "@jupyterlab" / "apputils-extension"
-        news.mkdir(parents=True)
-        (news / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
-        env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
-        token = secrets.token_hex(16)
-        proc, base = _start_lab(root, token, env)
-        try:
-            yield f"{base}/lab/tree/{NOTEBOOK.name}?token={token}"
-        finally:
-            _stop_lab(proc, base, token)
+    tmp = tmp_path_factory.mktemp("aihw-lab")  # tests write only into pytest's temporary directories
+    root = Path(tmp) / "work"
+    root.mkdir()
+    shutil.copy(NOTEBOOK, root / NOTEBOOK.name)
+    env = dict(os.environ)
+    for var, sub in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_RUNTIME_DIR", "runtime"),
+                     ("JUPYTERLAB_SETTINGS_DIR", "settings"), ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"),
+                     ("IPYTHONDIR", "ipython")):
+        env[var] = str(Path(tmp) / sub)
+    news = Path(env["JUPYTERLAB_SETTINGS_DIR"]) / "@jupyterlab" / "apputils-extension"
+    news.mkdir(parents=True)
+    (news / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
+    env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+    token = secrets.token_hex(16)
+    proc, base = _start_lab(root, token, env)
+    try:
+        yield f"{base}/lab/tree/{NOTEBOOK.name}?token={token}"
+    finally:
+        _stop_lab(proc, base, token)
 
 
 def _run_all(page) -> dict:
@@ -145,7 +143,7 @@ def _run_all(page) -> dict:
     return page.evaluate(CELLS_JS)
 
 
-def test_lab_runs_and_its_widgets_respond(lab):
+def test_lab_runs_and_its_widgets_respond(lab, tmp_path):
     with chromium_browser() as browser:
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         blocked: list[str] = []
@@ -181,6 +179,6 @@ def test_lab_runs_and_its_widgets_respond(lab):
             after = page.evaluate(STEPPER_JS)
             assert after["counters"] != before["counters"]
             assert "MACs so far: 0 " in before["counters"] and "MACs so far: 0 " not in after["counters"], after
-            page.screenshot(path=str(SCREENSHOT), full_page=False)
+            page.screenshot(path=str(tmp_path / "aihw_lab_browser.png"), full_page=False)
         finally:
             context.close()

@@ -75,11 +75,19 @@ def test_run_panels_build_without_running():
     assert any(getattr(c, "description", "") == "Train" for c in training.children)
 
 
-def test_training_panel_reports_bad_batch_split_inline():
+def test_training_panel_bounds_steps_and_reports_errors_inline(monkeypatch):
+    from aihw.parallel import data_parallel as dp
+
     panel = data_parallel_lab.training_panel(world_size=4)
     button = panel.children[2]
     err = panel.children[5]
-    panel.children[0].children[1].value = 0  # steps = 0
+    panel.children[0].children[1].value = 0  # steps = 0: the bounded field keeps it at its minimum
+    assert panel.children[0].children[1].value == 1
+
+    def refuse(**kwargs):
+        raise ValueError(f"steps must be a positive integer, got {kwargs['steps']}")
+
+    monkeypatch.setattr(dp, "DPConfig", refuse)
     button.click()
     assert "steps must be a positive integer" in err.value and "Traceback" not in err.value
 

@@ -38,7 +38,7 @@ def _expected():
                      2: estimate_memory("llama-2-70b", mode="infer", batch=8, seq=4096).total["kv_cache"] / GB,
                      3: devices_needed(MemoryConfig(model="llama-2-70b", batch=1, seq=4096, recompute="full"),
                                        h100.memory_bytes, zero=3)},
-        data_parallel_lab: {1: cc.all_reduce_time(1e9, 8, link=cc.link_from_chip("H100 SXM", alpha_s=5e-6)) * 1e3,
+        data_parallel_lab: {1: cc.all_reduce_time(1e8, 8, link=cc.link_from_chip("H100 SXM", alpha_s=5e-6)) * 1e3,
                             2: cc.bus_bandwidth(cc.algorithm_bandwidth(2**30, 12e-3), 16) / 1e9,
                             3: (zero1["optimizer"] + zero1["master_weights"]) / 1e9,
                             4: cc.all_reduce_terms(4, "ring")[1] * 64 * 2**20},

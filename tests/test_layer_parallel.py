@@ -42,6 +42,7 @@ def test_device_split_equals_unsplit(devices):
     assert all(c["bytes"] == 4 * 16 * 32 * 4 for c in costs)  # batch x seq x width x fp32
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_gpu_cpu_split_equals_unsplit():
     _, ref = reference_step(CFG, 4)

@@ -161,6 +161,7 @@ def test_properties_presets(name, zero, dp, tp, pp, batch, seq, recompute, mode)
     m = PRESETS[name]
     if m.heads % tp or m.layers % pp or (m.n_kv_heads % tp and tp % m.n_kv_heads):
         return
+    seq = min(seq, m.max_seq)  # a learned position table (GPT-2) has no rows beyond max_seq: refused
     cfg = MemoryConfig(model=m, zero=zero, dp=dp, tp=tp, pp=pp, batch=batch, seq=seq, recompute=recompute,
                        mode=mode)
     e = estimate(cfg)

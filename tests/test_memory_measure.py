@@ -76,6 +76,7 @@ def test_bad_measure_config():
         MeasureConfig(seq=999)
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_cuda_peak():  # pragma: no cover - runs on a GPU machine only
     m = measure(MeasureConfig(device="cuda", batch=4))

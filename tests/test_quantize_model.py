@@ -100,6 +100,7 @@ def test_fp8_on_cpu_is_simulated_and_labelled(setup):
     assert abs(digits.accuracy(fp8, data.x_test, data.y_test) - digits.accuracy(model, data.x_test, data.y_test)) <= 0.02
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(quantize_model.fp8_matmul_support("cuda") is not None, reason="needs an FP8-capable GPU")
 def test_real_fp8_matches_simulated_fp8():
     torch.manual_seed(0)

@@ -43,14 +43,19 @@ def test_explorer_updates_on_control_change_and_shows_errors_inline():
     box = gpus_vs_tpus_lab.roofline_explorer()
     table = next(w for w in _html_of(box, "HTML") if "<table>" in w.value)
     before = table.value
-    m_box = next(w for w in _walk(box) if type(w).__name__ == "IntText" and w.description == "M")
+    m_box = next(w for w in _walk(box) if type(w).__name__ == "BoundedIntText" and w.description == "M")
     m_box.value = 1
     assert table.value != before and "memory" in table.value
-    m_box.value = -5
+    m_box.value = -5  # the field is bounded: it keeps its minimum, 1
+    assert m_box.value == 1
+    pick = next(w for w in _walk(box) if type(w).__name__ == "SelectMultiple")
+    chosen = pick.value
+    pick.value = ()
     errors = [w.value for w in _html_of(box, "HTML") if "&#9888;" in w.value]
-    assert errors and "-5" in errors[0]
-    m_box.value = 64
-    assert not [w.value for w in _html_of(box, "HTML") if "&#9888;" in w.value]
+    assert errors and "at least one chip" in errors[0]
+    assert "<table>" not in table.value  # the old table no longer matches the controls
+    pick.value = chosen
+    assert not [w.value for w in _html_of(box, "HTML") if "&#9888;" in w.value] and "<table>" in table.value
 
 
 def test_systolic_step_counts_and_stepper_reacts():

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 import aihw.commands
+from aihw._validate import NonFiniteResult, TooLarge
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -27,29 +28,37 @@ class _UsageError(Exception):
     pass
 
 
-def _subcommand_modules():
-    for info in sorted(pkgutil.iter_modules(aihw.commands.__path__), key=lambda i: i.name):
-        if not info.name.startswith("_"):
-            yield importlib.import_module(f"aihw.commands.{info.name}")
+def command_names() -> list[str]:
+    """The subcommands, one per module of :mod:`aihw.commands` (the module's name is the command's name)."""
+    return sorted(info.name for info in pkgutil.iter_modules(aihw.commands.__path__)
+                  if not info.name.startswith("_"))
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole CLI, or only subcommand ``only`` (imports just its module: fast, and what the browser's
+    live calculators need, since other subcommands may import numpy)."""
     parser = _OneLineParser(prog="aihw", description="Calculators and experiments of the aihw course.")
     parser.add_argument("--version", action="version", version=f"aihw {aihw.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_OneLineParser)
     sub.required = True
-    for module in _subcommand_modules():
-        module.add_parser(sub)
+    for name in [only] if only is not None else command_names():
+        importlib.import_module(f"aihw.commands.{name}").add_parser(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit status."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    only = words[0] if words and words[0] in command_names() else None
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(only).parse_args(words)
         return int(args.run(args) or 0)
-    except (_UsageError, ValueError) as exc:
+    except (_UsageError, ValueError, OverflowError) as exc:
         message = " ".join(str(exc).split())  # always one line
+        if isinstance(exc, OverflowError):  # a number too large for a float somewhere in the arithmetic
+            message = f"a number is too large to compute with ({message})"
+        if isinstance(exc, (NonFiniteResult, TooLarge, OverflowError)):
+            message += f"; input: aihw {' '.join(words)}"
         print(f"aihw: error: {message}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `aihw hardware list | head`

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aihw._validate import require_choice, require_positive
+from aihw._validate import FLOAT_MAX, coerce_numbers, require_choice, require_positive
 
 ALGORITHMS = ("naive", "ring", "tree", "recursive-doubling")
 # nccl-tests doc/PERFORMANCE.md: busbw = algbw * factor(n)
@@ -61,8 +61,9 @@ class LinkModel:
     name: str = ""
 
     def __post_init__(self) -> None:
+        coerce_numbers(self, "alpha_s", "bandwidth_bytes_per_s")
         if isinstance(self.alpha_s, bool) or not isinstance(self.alpha_s, (int, float)) \
-                or not math.isfinite(self.alpha_s) or self.alpha_s < 0:
+                or not -FLOAT_MAX <= self.alpha_s <= FLOAT_MAX or self.alpha_s < 0:
             raise ValueError(f"alpha_s must be a finite number >= 0 (seconds), got {self.alpha_s!r}")
         require_positive("bandwidth_bytes_per_s", self.bandwidth_bytes_per_s)
 
@@ -133,6 +134,9 @@ def bus_bandwidth(alg_bandwidth: float, world_size: int, collective: str = "all_
     return float(require_positive("alg_bandwidth", alg_bandwidth)) * BUS_FACTORS[collective](_world(world_size))
 
 
+FLAT_FRACTION = 0.01  # fit_alpha_beta refuses timings whose bandwidth term is below this share of the time
+
+
 def fit_alpha_beta(sizes_bytes: Sequence[float], times_s: Sequence[float], world_size: int,
                    algorithm: str = "ring") -> tuple[LinkModel, float]:
     """Fit alpha (s) and B (bytes/s) of ``all_reduce_time`` to measured all-reduce times; return (link, R²).
@@ -141,7 +145,10 @@ def fit_alpha_beta(sizes_bytes: Sequence[float], times_s: Sequence[float], world
     alpha is clipped at 0 (then B is refitted alone). R² is the ordinary coefficient of determination of the
     fitted times against the measured ones.
     """
-    sizes, times = np.asarray(sizes_bytes, dtype=float), np.asarray(times_s, dtype=float)
+    try:
+        sizes, times = np.asarray(sizes_bytes, dtype=float), np.asarray(times_s, dtype=float)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"sizes_bytes and times_s must be sequences of numbers ({exc})") from exc
     if sizes.shape != times.shape or sizes.ndim != 1:
         raise ValueError(f"sizes_bytes and times_s must be 1-D and equally long, got {sizes.shape}, {times.shape}")
     if len(np.unique(sizes)) < 2:
@@ -158,8 +165,11 @@ def fit_alpha_beta(sizes_bytes: Sequence[float], times_s: Sequence[float], world
     if alpha < 0:
         alpha = 0.0
         beta = float(np.sum(design[:, 1] * w * times * w) / np.sum((design[:, 1] * w) ** 2))
-    if not beta > 0:
-        raise ValueError("the measured times do not grow with message size; cannot fit a bandwidth")
+    largest = int(np.argmax(sizes))
+    if not beta > 0 or beta * design[largest, 1] < FLAT_FRACTION * times[largest]:
+        raise ValueError("the measured times do not grow with message size (the bandwidth term explains less "
+                         f"than {FLAT_FRACTION:.0%} of the largest message's time); cannot fit a bandwidth: "
+                         "measure larger messages")
     predicted = design @ np.array([alpha, beta])
     ss_tot = float(np.sum((times - times.mean()) ** 2))
     r2 = 1.0 - float(np.sum((times - predicted) ** 2)) / ss_tot if ss_tot > 0 else 1.0
@@ -241,6 +251,14 @@ def cluster_estimates(n_bytes: float, *, chip: str = "H100 SXM", network: str = 
                       ) -> list[ClusterEstimate]:
     """All-reduce of ``n_bytes`` on: one node (ring over the chip's link), ``nodes`` nodes (hierarchical and
     flat ring over ``network``), and a TPU slice of ``tpu_chips`` (ring over ICI, upper-bound bandwidth)."""
+    from aihw.catalogue.hardware import get_chip
+
+    if get_chip(chip).kind != "gpu":
+        raise ValueError(f"chip {chip!r} is a {get_chip(chip).kind.upper()}, not a GPU: TPUs are not joined into "
+                         f"nodes over {network}; give it as tpu= (--tpu) for the slice estimate")
+    if get_chip(tpu).kind != "tpu":
+        raise ValueError(f"tpu {tpu!r} is a {get_chip(tpu).kind.upper()}, not a TPU; give a TPU (e.g. 'TPU v5p') "
+                         "or compare GPUs with chip= (--chip)")
     intra, inter, ici = link_from_chip(chip), network_link(network), link_from_chip(tpu)
     g, m = gpus_per_node, nodes
     return [

@@ -10,7 +10,7 @@ import html
 import math
 from dataclasses import dataclass
 
-from aihw._validate import require_in_range
+from aihw._validate import as_number, require_in_range
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,13 @@ class CheckResult:
         colour = "#1b7f3b" if self.ok else ("#8a6d00" if not self.answered else "#b00020")
         return (f'<div style="border-left:4px solid {colour};padding:4px 8px;margin:4px 0">'
                 f"{html.escape(self.message)}</div>")
+
+
+def _finite(value: int | float) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int beyond float range
+        return False
 
 
 def _fmt(value: float, unit: str) -> str:
@@ -83,10 +90,14 @@ def check(answer: float | int | str | None, expected: float | str, *, rel_tol: f
                             choices=choices, hint=hint)
     require_in_range("rel_tol", rel_tol, 0, 1)
     require_in_range("abs_tol", abs_tol, 0, math.inf, high_inclusive=False)
+    expected = require_in_range("expected", expected, -math.inf, math.inf, low_inclusive=False,
+                                high_inclusive=False)
     if answer is None:
         return CheckResult(False, False, f"Not answered yet. {hint}".strip())
-    if isinstance(answer, bool) or not isinstance(answer, (int, float)) or not math.isfinite(answer):
+    number = as_number(answer)  # numpy and torch scalars are numbers too
+    if isinstance(number, bool) or not isinstance(number, (int, float)) or not _finite(number):
         return CheckResult(False, True, f"Expected a finite number, got {answer!r}. {hint}".strip())
+    answer = number
     if math.isclose(answer, expected, rel_tol=rel_tol, abs_tol=abs_tol):
         return CheckResult(True, True, f"Correct: {_fmt(answer, unit)} (expected {_fmt(expected, unit)}).")
     direction = "too high" if answer > expected else "too low"

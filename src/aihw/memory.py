@@ -26,7 +26,14 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
-from aihw._validate import require_choice, require_in_range, require_positive
+from aihw._validate import (
+    coerce_numbers,
+    require_choice,
+    require_finite_result,
+    require_in_range,
+    require_positive,
+    require_positive_int,
+)
 from aihw.model_presets import ModelShape, get_preset
 
 # Storage bytes per value. tf32 is a tensor-core input mode: values are stored as 32-bit floats.
@@ -60,8 +67,10 @@ def activation_bytes_per_layer(*, seq: int, batch: int, hidden: int, heads: int,
     replicated.
     """
     require_choice("recompute", recompute, RECOMPUTE)
-    s, b, h, a = seq, batch, hidden, heads
-    kv = h if kv_dim is None else kv_dim
+    s, b, h, a = (float(require_positive(name, v, integer=True)) for name, v in  # floats: overflow gives inf
+                  (("seq", seq), ("batch", batch), ("hidden", hidden), ("heads", heads)))
+    tp = require_positive_int("tp", tp)
+    kv = h if kv_dim is None else require_positive_int("kv_dim", kv_dim)
     mlp = 8 * h if mlp_saved_width is None else mlp_saved_width
     mask = 1 if dropout else 0
     if recompute == "full":
@@ -77,7 +86,8 @@ def activation_bytes_per_layer(*, seq: int, batch: int, hidden: int, heads: int,
 
 def korthikanti_per_layer(*, seq: int, batch: int, hidden: int, heads: int, recompute: str = "none") -> float:
     """The paper's closed forms (16-bit, dropout, tp=1): sbh(34 + 5as/h), sbh*34, 2sbh."""
-    s, b, h, a = seq, batch, hidden, heads
+    s, b, h, a = (float(require_positive(name, v, integer=True)) for name, v in  # floats: overflow gives inf
+                  (("seq", seq), ("batch", batch), ("hidden", hidden), ("heads", heads)))
     return {"none": s * b * h * (34 + 5 * a * s / h), "selective": 34 * s * b * h, "full": 2 * s * b * h}[
         require_choice("recompute", recompute, RECOMPUTE)]
 
@@ -106,6 +116,8 @@ class MemoryConfig:
     overhead_bytes: float = 0.0  # fixed overhead per device (e.g. CUDA context), bytes
 
     def __post_init__(self) -> None:
+        coerce_numbers(self, "params", "batch", "seq", "zero", "dp", "tp", "pp", "overhead_fraction",
+                       "overhead_bytes")
         if (self.model is None) == (self.params is None):
             raise ValueError("give exactly one of model (a ModelShape or preset) and params (a count such as 7e9)")
         if isinstance(self.model, str):
@@ -128,6 +140,9 @@ class MemoryConfig:
         require_in_range("overhead_bytes", self.overhead_bytes, 0, math.inf, high_inclusive=False)
         if self.model is not None:
             self._check_parallel(self.model)
+            if self.model.learned_positions and self.seq is not None and self.seq > self.model.max_seq:
+                raise ValueError(f"seq={self.seq} is beyond the {self.model.max_seq} positions of {self.model.name} "
+                                 "(a learned position table has no row for longer sequences)")
 
     def _check_parallel(self, m: ModelShape) -> None:
         if m.heads % self.tp:
@@ -274,6 +289,7 @@ def _assumptions(cfg: MemoryConfig) -> tuple[str, ...]:
     if cfg.dp * cfg.tp * cfg.pp > 1:
         notes.append(f"Per device: tp={cfg.tp}, pp={cfg.pp} (1F1B: the first stage holds pp micro-batches), "
                      f"dp={cfg.dp} with ZeRO stage {cfg.zero}.")
+    notes += _odd_combinations(cfg)
     if cfg.overhead_fraction or cfg.overhead_bytes:
         notes.append(f"Overhead item: {cfg.overhead_fraction:.0%} of the rest + {cfg.overhead_bytes:.3g} bytes.")
     else:
@@ -281,10 +297,27 @@ def _assumptions(cfg: MemoryConfig) -> tuple[str, ...]:
     return tuple(notes)
 
 
+def _odd_combinations(cfg: MemoryConfig) -> list[str]:
+    """Flags for settings that are allowed but change nothing or leave the model's validated range."""
+    flags = []
+    if cfg.zero and cfg.mode == "infer":
+        flags.append(f"Note: ZeRO stage {cfg.zero} is ignored when serving (ZeRO shards training state only).")
+    elif cfg.zero and cfg.dp == 1:
+        flags.append(f"Note: ZeRO stage {cfg.zero} with dp=1 shards nothing (it splits over dp replicas).")
+    if cfg.model is not None and cfg.tokens is not None and cfg.tokens > cfg.model.max_seq:
+        flags.append(f"Note: {cfg.tokens} tokens is beyond the {cfg.model.max_seq} the model was trained with "
+                     "(possible with RoPE scaling; quality is not guaranteed).")
+    return flags
+
+
 def estimate(config: MemoryConfig) -> MemoryEstimate:
-    """Bytes per component for ``config``; see the module docstring for what each component counts."""
-    return MemoryEstimate(config, _components(config, split=False), _components(config, split=True),
-                          _assumptions(config))
+    """Bytes per component for ``config``; see the module docstring for what each component counts.
+
+    Raises NonFiniteResult (a ValueError) when the inputs are so large that a byte count overflows.
+    """
+    total, per_device = _components(config, split=False), _components(config, split=True)
+    require_finite_result("memory estimate", {"total": total, "per_device": per_device})
+    return MemoryEstimate(config, total, per_device, _assumptions(config))
 
 
 def estimate_memory(model: ModelShape | str | None = None, **kwargs) -> MemoryEstimate:

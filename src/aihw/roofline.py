@@ -11,9 +11,10 @@ perfectly cached kernel. Real kernels move more, so the estimates are upper boun
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from aihw._validate import require_positive
+from aihw._validate import require_positive, require_positive_int
 from aihw.precision import bytes_per_element
 
 
@@ -60,23 +61,21 @@ def attainable_flops(intensity: float, peak_flops: float, bandwidth: float) -> f
 
 def matmul_flops(m: int, n: int, k: int) -> int:
     """FLOPs of C[m,n] = A[m,k] @ B[k,n]: one multiply and one add per (i, j, l), so 2*m*n*k."""
-    for name, v in (("m", m), ("n", n), ("k", k)):
-        require_positive(name, v, integer=True)
-    return 2 * int(m) * int(n) * int(k)
+    m, n, k = (require_positive_int(name, v) for name, v in (("m", m), ("n", n), ("k", k)))
+    return 2 * m * n * k
 
 
 def matmul_bytes(m: int, n: int, k: int, dtype: str) -> float:
     """Minimum off-chip traffic of a matmul: read A and B once, write C once."""
-    for name, v in (("m", m), ("n", n), ("k", k)):
-        require_positive(name, v, integer=True)
+    m, n, k = (require_positive_int(name, v) for name, v in (("m", m), ("n", n), ("k", k)))
     return (m * k + k * n + m * n) * bytes_per_element(dtype)
 
 
 def elementwise_bytes(n_elements: int, dtype: str, *, n_inputs: int = 2, n_outputs: int = 1) -> float:
     """Traffic of an elementwise op over ``n_elements``: each input read once, each output written once."""
-    require_positive("n_elements", n_elements, integer=True)
-    require_positive("n_inputs", n_inputs, integer=True)
-    require_positive("n_outputs", n_outputs, integer=True)
+    n_elements = require_positive_int("n_elements", n_elements)
+    n_inputs = require_positive_int("n_inputs", n_inputs)
+    n_outputs = require_positive_int("n_outputs", n_outputs)
     return n_elements * (n_inputs + n_outputs) * bytes_per_element(dtype)
 
 
@@ -111,10 +110,10 @@ def estimate_matmul(chip, m: int, n: int, k: int, dtype: str = "bf16") -> OpEsti
 def estimate_elementwise(chip, n_elements: int, dtype: str = "bf16", *, flops_per_element: float = 1,
                          n_inputs: int = 2, n_outputs: int = 1) -> OpEstimate:
     """Roofline estimate of an elementwise op (e.g. an add: 1 FLOP, 2 inputs, 1 output per element)."""
-    require_positive("flops_per_element", flops_per_element)
+    flops_per_element = require_positive("flops_per_element", flops_per_element)
     peak, bandwidth = _chip_roofs(chip, dtype)
-    flops = n_elements * flops_per_element
     moved = elementwise_bytes(n_elements, dtype, n_inputs=n_inputs, n_outputs=n_outputs)
+    flops = int(n_elements) * flops_per_element
     return estimate(f"elementwise x{n_elements} ({dtype})", flops, moved, peak_flops=peak, bandwidth=bandwidth)
 
 
@@ -126,6 +125,9 @@ def square_matmul_intensity(n: int, dtype: str) -> float:
 def min_square_matmul_for_compute_bound(peak_flops: float, bandwidth: float, dtype: str) -> int:
     """Smallest n for which an n×n×n matmul reaches the ridge point (is compute-bound)."""
     ridge = ridge_point(peak_flops, bandwidth)
+    if not math.isfinite(ridge) or ridge > 1e15:  # n would be ~ridge: no matmul of any real size
+        raise ValueError(f"peak_flops / bandwidth = {ridge:.3g} FLOP/byte: no square matmul of a sensible size "
+                         "reaches it; check the two figures")
     n = int(ridge * 3 * bytes_per_element(dtype) / 2)
     while square_matmul_intensity(max(n, 1), dtype) < ridge:
         n += 1

@@ -32,7 +32,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from aihw._validate import require_choice, require_in_range, require_positive
+from aihw._validate import FLOAT_MAX, require_choice, require_in_range, require_positive
 
 Method = Literal["hoffmann-approach1", "epoch-approach3", "tokens-per-param-20", "hoffmann-approach3-rounded"]
 METHODS: tuple[str, ...] = get_args(Method)
@@ -167,6 +167,8 @@ def flops_per_token(params: float, *, seq: int = 0, layers: int = 0, hidden: int
     tripled for training. For a model shape use :func:`aihw.flops.flops_per_token` instead.
     """
     require_positive("params", params)
+    seq, layers, hidden = (int(require_in_range(name, v, 0, FLOAT_MAX)) for name, v in
+                           (("seq", seq), ("layers", layers), ("hidden", hidden)))
     attention = 4 * layers * seq * hidden
     forward = 2 * params + attention
     return 3 * forward if training else forward
@@ -211,8 +213,8 @@ def decode_seconds_per_token(params: float, *, bytes_per_param: float, bandwidth
 
     Returns seconds per step; each of the ``batch`` sequences gets one token per step.
     """
-    require_positive("params", params)
-    require_positive("bytes_per_param", bytes_per_param)
-    require_positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    params = float(require_positive("params", params))
+    bytes_per_param = float(require_positive("bytes_per_param", bytes_per_param))
+    bandwidth_bytes_per_s = float(require_positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s))
     require_positive("batch", batch, integer=True)
     return params * bytes_per_param / bandwidth_bytes_per_s

@@ -57,6 +57,10 @@ DATAFLOWS = ("weight-stationary", "output-stationary")
 MAX_SIZE = 512          # PEs per side accepted by the simulator
 TRACE_MAX_SIZE = 8      # largest array whose per-cycle state `trace` will record
 TRACE_MAX_CYCLES = 20_000
+# simulate() steps cycle by cycle in Python (~0.1 ms per cycle plus ~10-30 ns per PE per cycle on one core), so
+# it refuses work beyond these (tens of seconds); predicted_cycles() answers any size at once.
+SIMULATE_MAX_CYCLES = 100_000
+SIMULATE_MAX_PE_CYCLES = 500_000_000
 
 
 @dataclass(frozen=True)
@@ -276,6 +280,12 @@ def _counts(m: int, k: int, n: int, cfg: SystolicConfig, tape: _Tape) -> AccessC
 def _run(A: object, B: object, cfg: SystolicConfig, record: list | None) -> tuple[SystolicResult, _Tape]:
     a, b = _operands(A, B)
     (m, k), n, size = a.shape, b.shape[1], cfg.size
+    cycles = predicted_cycles(m, k, n, size=size, dataflow=cfg.dataflow)
+    if cycles > SIMULATE_MAX_CYCLES or cycles * size**2 > SIMULATE_MAX_PE_CYCLES:
+        raise ValueError(f"simulating A {a.shape} x B {b.shape} on a {size} x {size} array takes {cycles:,} cycles "
+                         f"({cycles * size**2:.3g} PE-cycles); simulate() allows at most {SIMULATE_MAX_CYCLES:,} "
+                         f"cycles and {SIMULATE_MAX_PE_CYCLES:.0e} PE-cycles (it steps in Python): use smaller "
+                         "matrices, or predicted_cycles() for the cycle count of any size")
     C = np.zeros((m, n), a.dtype)
     tape = _Tape(size, record)
     if cfg.dataflow == "weight-stationary":

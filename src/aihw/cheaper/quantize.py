@@ -136,6 +136,7 @@ def _unblocks(rows: torch.Tensor, shape: tuple[int, ...], granularity: Granulari
 
 def choose_qparams(x: torch.Tensor, scheme: QuantScheme) -> QParams:
     """Scale and zero point per block from the block's min and max (PyTorch's MinMaxObserver rule)."""
+    _check_tensor(x)
     if x.numel() == 0:
         raise ValueError("cannot choose quantization parameters for an empty tensor")
     rows = _blocks(x.detach().float(), scheme.granularity)
@@ -150,7 +151,22 @@ def choose_qparams(x: torch.Tensor, scheme: QuantScheme) -> QParams:
     else:
         scale = torch.clamp((hi - lo) / (scheme.qmax - scheme.qmin), min=_EPS)
         zero_point = torch.clamp(scheme.qmin - torch.round(lo / scale), scheme.qmin, scheme.qmax).to(torch.int32)
+    if not bool(torch.isfinite(scale).all()):
+        raise ValueError(f"the tensor's range ({float(lo.min()):.3g} to {float(hi.max()):.3g}) is too wide for an "
+                         "fp32 scale: max - min overflows")
     return QParams(scale, zero_point, scheme, tuple(x.shape))
+
+
+def _check_tensor(x: object) -> None:
+    """A floating-point tensor with only finite values (NaN or inf would give NaN/inf scales)."""
+    if not isinstance(x, torch.Tensor):
+        raise ValueError(f"expected a torch.Tensor, got {type(x).__name__}")
+    if not (x.is_floating_point() or x.dtype in (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)):
+        raise ValueError(f"expected a real-valued tensor, got dtype {x.dtype}")
+    if x.is_floating_point() and x.numel() and not bool(torch.isfinite(x).all()):
+        bad = x.detach().flatten()[~torch.isfinite(x.detach().flatten())]
+        raise ValueError(f"the tensor holds {bad.numel()} NaN or inf value(s) (first: {bad[0].item()}); "
+                         "quantization needs finite values: find where they come from first")
 
 
 def _check_shape(x: torch.Tensor, qparams: QParams) -> None:
@@ -160,6 +176,7 @@ def _check_shape(x: torch.Tensor, qparams: QParams) -> None:
 
 def quantize(x: torch.Tensor, qparams: QParams) -> torch.Tensor:
     """Quantize ``x``: int8 storage for integer formats (int4 values in [-8, 7]), float8 for fp8 formats."""
+    _check_tensor(x)
     _check_shape(x, qparams)
     scheme = qparams.scheme
     rows = _blocks(x.detach().float(), scheme.granularity)

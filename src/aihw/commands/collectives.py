@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import asdict
 
 from aihw import collective_cost as cc
+from aihw._validate import require_finite_result
+from aihw.commands._output import print_result
 
 
 def add_parser(subparsers) -> None:
@@ -39,10 +40,12 @@ def run(args: argparse.Namespace) -> int:
     clusters = cc.cluster_estimates(n_bytes, chip=args.chip, network=args.network,
                                     gpus_per_node=args.gpus_per_node, nodes=args.nodes, tpu=args.tpu,
                                     tpu_chips=args.tpu_chips)
+    result = {"n_bytes": n_bytes, "link": asdict(link), "all_reduce_s": per_algorithm,
+              "clusters": [asdict(c) for c in clusters]}
     if args.json:
-        print(json.dumps({"n_bytes": n_bytes, "link": asdict(link), "all_reduce_s": per_algorithm,
-                          "clusters": [asdict(c) for c in clusters]}, indent=2))
+        print_result(result, as_json=True)
         return 0
+    require_finite_result("result", result)  # an overflow is an error, not "inf ms"
     print(f"all-reduce of {n_bytes / 1e9:,.3f} GB per rank, {args.ranks} ranks on {link.name} "
           f"({link.bandwidth_bytes_per_s / 1e9:,.0f} GB/s per direction, alpha {link.alpha_s * 1e6:g} us):")
     for name, seconds in per_algorithm.items():

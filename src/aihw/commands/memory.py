@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
 
+from aihw.commands._output import print_result
 from aihw.memory import (
     COMPONENTS,
     GB,
@@ -54,6 +54,14 @@ def config_from_args(args: argparse.Namespace) -> MemoryConfig:
         value = getattr(args, name)
         if value not in allowed:
             raise ValueError(f"unknown {name} {value!r}; allowed: {', '.join(allowed)}")
+    if args.zero and args.mode == "infer":
+        raise ValueError(f"--zero {args.zero} applies to training only (ZeRO shards gradients and optimizer "
+                         "state); drop it with --mode infer")
+    if args.zero and args.dp == 1:
+        raise ValueError(f"--zero {args.zero} with --dp 1 shards nothing: ZeRO splits over data-parallel "
+                         "replicas; give --dp > 1")
+    if args.chip is not None and not args.chip.strip():
+        raise ValueError("--chip is empty; give a catalogue chip name (see `aihw hardware list`)")
     return MemoryConfig(model=args.model, params=args.params, precision=args.precision, mode=args.mode,
                         optimizer=args.optimizer, master_weights=False if args.no_master else None,
                         batch=args.batch, seq=args.seq, recompute=args.recompute, dropout=args.dropout,
@@ -102,7 +110,7 @@ def _table(result: dict) -> str:
 def run(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
     result = estimate(cfg).to_dict()
-    if args.chip:
+    if args.chip is not None:
         result["fit"] = _fit(cfg, args.chip)
-    print(json.dumps(result, indent=2) if args.json else _table(result))
+    print_result(result, as_json=args.json, text=None if args.json else _table(result))
     return 0

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import asdict
 
 from aihw import roofline
+from aihw._validate import require_finite_result
 from aihw.catalogue.hardware import get_chip
+from aihw.commands._output import print_result
 
 
 def add_parser(subparsers) -> None:
@@ -46,8 +47,9 @@ def run(args: argparse.Namespace) -> int:
     elif args.intensity is not None:
         result["attainable_flops"] = roofline.attainable_flops(args.intensity, peak, bandwidth)
     if args.json:
-        print(json.dumps(result, indent=2))
+        print_result(result, as_json=True)
         return 0
+    require_finite_result("result", result)  # an overflow is an error, not "inf ms"
     print(f"{chip.name}, {args.dtype}: peak {peak / 1e12:,.1f} TFLOP/s (dense), "
           f"memory {bandwidth / 1e12:.2f} TB/s, ridge point {ridge:,.0f} FLOP/byte")
     if "estimate" in result:

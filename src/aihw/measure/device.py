@@ -15,6 +15,7 @@ import torch
 import torch.distributed as dist
 
 from aihw._validate import require_choice, require_positive
+from aihw.catalogue.detect import Detection, match_device
 
 DEVICE_CHOICES = ("auto", "cpu", "cuda", "cuda:N", "mps")
 BACKEND_CHOICES = ("auto", "gloo", "nccl")
@@ -157,3 +158,14 @@ def describe_device(device: str | torch.device = "auto") -> dict:
             "cuda_version": torch.version.cuda,
         })
     return info
+
+
+def detect_chip(device: str | torch.device = "auto") -> Detection:
+    """The catalogue chip of ``device`` (a CUDA GPU), or ``Detection(None, reason)`` on a CPU or an unknown GPU."""
+    resolved = device if isinstance(device, torch.device) else pick_device(device)
+    if resolved.type != "cuda":
+        return Detection(None, f"{resolved} is not a GPU: the labs compare this machine with catalogue chips "
+                               "instead of predicting it from a datasheet")
+    index = resolved.index if resolved.index is not None else 0
+    props = torch.cuda.get_device_properties(index)
+    return match_device(props.name, (props.major, props.minor))

@@ -289,3 +289,19 @@ def _busy_notes(description: dict) -> tuple[str, ...]:
         return ()
     return (f"the 1-minute load average was {load:g} on {cores} cores: other processes were competing for "
             "the CPU, so these timings understate this machine (multi-threaded kernels suffer most)",)
+
+
+def lab_config(device: str = "auto", *, max_seconds: float | None = None) -> MeasureConfig:
+    """The measurement the labs run on ``device``: small and fp32 on a CPU (seconds on a laptop); on a GPU every
+    dtype the chip may have (fp32, tf32, fp16, bf16, fp8: unsupported ones are skipped with a reason), matmuls up
+    to n = 8192 and copies of buffers several times larger than L2, so HBM, not L2, sets the copy rate."""
+    resolved = pick_device(device)
+    if resolved.type != "cuda":
+        return MeasureConfig(device=str(resolved), dtypes=("fp32",), matmul_sizes=(64, 128, 256, 512),
+                             copy_mib=(16,), repeats=3, max_seconds=max_seconds or 10.0)
+    props = torch.cuda.get_device_properties(resolved)
+    l2 = int(getattr(props, "L2_cache_size", 50 * 2**20))
+    copy = float(max(4 * l2, 512 * 2**20) / 2**20)
+    return MeasureConfig(device=str(resolved), dtypes=("fp32", "tf32", "fp16", "bf16", "fp8"),
+                         matmul_sizes=(1024, 2048, 4096, 8192), copy_mib=(copy,), repeats=5,
+                         max_seconds=max_seconds or 60.0)

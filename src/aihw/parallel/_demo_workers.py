@@ -1,4 +1,5 @@
-"""Small module-level workers for aihw.parallel.launch: a correct all-reduce and three ways a rank can go wrong.
+"""Small module-level workers for aihw.parallel.launch: a correct all-reduce, ways a rank can go wrong, and a
+look at the sockets a run listens on.
 
 Used by the tests and the docs. Each takes ``ctx: RankContext`` first, like every worker. Run the
 all-reduce under torchrun with::
@@ -9,8 +10,11 @@ all-reduce under torchrun with::
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
 import time
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
@@ -52,6 +56,104 @@ def exit_on_rank(ctx: RankContext, bad_rank: int = 1, code: int = 3) -> int:
         os._exit(code)
     dist.barrier()
     return ctx.rank
+
+
+def record_pid_then_wait(ctx: RankContext, directory: str, ignore_sigterm: bool = False,
+                         start_child: bool = False, seconds: float = 3600.0) -> int:
+    """Write ``rank<r>.pid`` (and ``rank<r>.child.pid`` for a started child) into ``directory``, then wait.
+
+    For fault-injection tests: the test reads the pids and kills or interrupts from outside. Rank 0 waits in
+    an all-reduce (a collective) that the other ranks join only after ``seconds``.
+    """
+    if ignore_sigterm:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    folder = Path(directory)
+    if start_child:
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+        _write_atomically(folder / f"rank{ctx.rank}.child.pid", str(child.pid))
+    _write_atomically(folder / f"rank{ctx.rank}.pid", str(os.getpid()))
+    if ctx.rank != 0:
+        time.sleep(seconds)
+    dist.all_reduce(torch.zeros(1, device=ctx.device))
+    return ctx.rank
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    partial = path.with_suffix(".part")
+    partial.write_text(text)
+    partial.replace(path)
+
+
+def listening_sockets(ctx: RankContext) -> list[tuple[int, str, int]]:
+    """(pid, address, port) of every listening TCP socket held by this run's processes (Linux /proc).
+
+    Called while the process group is up, so the store (in the launching process) and every rank's gloo
+    sockets exist. Rank 0 reads the OS's socket tables; the others wait in a barrier.
+    """
+    dist.barrier()
+    found: list[tuple[int, str, int]] = []
+    if ctx.rank == 0:
+        parent = os.getppid()
+        pids = [parent, *_children_of(parent)]
+        listening = _listening_by_inode()
+        for pid in pids:
+            for inode in _socket_inodes(pid):
+                if inode in listening:
+                    found.append((pid, *listening[inode]))
+    dist.barrier()
+    return sorted(found)
+
+
+def _children_of(parent: int) -> list[int]:
+    children = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == parent:
+                children.append(int(entry))
+    return children
+
+
+def _socket_inodes(pid: int) -> set[int]:
+    inodes = set()
+    try:
+        names = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return inodes
+    for name in names:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{name}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(int(target[8:-1]))
+    return inodes
+
+
+def _listening_by_inode() -> dict[int, tuple[str, int]]:
+    """inode -> (address, port) of every TCP socket in state LISTEN (0A) in /proc/net/tcp and tcp6."""
+    import ipaddress
+
+    table: dict[int, tuple[str, int]] = {}
+    for name, width in (("tcp", 4), ("tcp6", 16)):
+        try:
+            lines = Path(f"/proc/net/{name}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if fields[3] != "0A":
+                continue
+            hex_address, hex_port = fields[1].split(":")
+            raw = bytes.fromhex(hex_address)
+            # /proc prints each 32-bit word in host byte order
+            words = raw if sys.byteorder == "big" else b"".join(raw[i:i + 4][::-1] for i in range(0, width, 4))
+            address = str(ipaddress.ip_address(words))
+            table[int(fields[9])] = (address, int(hex_port, 16))
+    return table
 
 
 def _main() -> None:

@@ -7,9 +7,15 @@ Two ways to run the same module-level worker ``fn(ctx: RankContext, *args)``:
 * from a shell: ``torchrun --standalone --nproc-per-node 2 -m my_module`` where ``my_module`` ends with
   ``if __name__ == "__main__": run_under_torchrun(fn)``.
 
-Each ``launch`` gets a fresh port on 127.0.0.1 chosen by the operating system (a TCPStore bound to port 0
-in the parent), so two runs at once never collide. Results travel back pickled, by value: return plain
-Python values or CPU tensors (call ``.cpu()`` on GPU tensors).
+Each ``launch`` gets a fresh port on 127.0.0.1 chosen by the operating system (a socket bound to
+127.0.0.1:0 in the parent, handed to the TCPStore), so two runs at once never collide and nothing outside
+this machine can reach the store. The ranks' own gloo (and NCCL bootstrap) sockets are pinned to the loopback
+interface as well, whatever the machine's hostname resolves to: a local run listens on 127.0.0.1 only.
+Results travel back pickled, by value: return plain Python values or CPU tensors (call ``.cpu()`` on GPU
+tensors).
+
+Each rank runs in its own process group, so stopping a rank also stops any process it started; a rank whose
+parent dies (a killed Jupyter kernel) stops itself and its process group.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import os
 import pickle
 import queue
 import signal
+import socket
 import sys
 import threading
 import time
@@ -32,7 +39,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from aihw._validate import require_choice, require_positive
+from aihw._validate import coerce_numbers, require_choice, require_positive
 from aihw.measure.device import BACKEND_CHOICES, pick_backend
 
 HOST = "127.0.0.1"  # every rank runs on this machine
@@ -63,6 +70,7 @@ class LaunchConfig:
     max_world_size: int = DEFAULT_MAX_WORLD_SIZE  # guard against typos such as world_size=200
 
     def __post_init__(self) -> None:
+        coerce_numbers(self, "world_size", "timeout_s", "threads_per_rank", "max_world_size")
         _require_int("max_world_size", self.max_world_size, 1, 4096)
         _require_int("world_size", self.world_size, 1, self.max_world_size,
                      f" (max_world_size, default {DEFAULT_MAX_WORLD_SIZE}, can be raised)")
@@ -160,11 +168,62 @@ def _rank_device(device_type: str, local_rank: int) -> torch.device:
     return torch.device("cpu")
 
 
+def loopback_interface() -> str:
+    """Name of this machine's loopback network interface ("lo" on Linux, "lo0" on macOS/BSD)."""
+    names = [name for _, name in socket.if_nameindex()]
+    for candidate in ("lo", "lo0"):
+        if candidate in names:
+            return candidate
+    raise RuntimeError(f"no loopback network interface (lo or lo0) among {names}; local runs need one")
+
+
+def _pin_to_loopback() -> None:
+    """Make this rank's gloo and NCCL-bootstrap sockets use the loopback interface only.
+
+    torch offers no argument for the default group's gloo device (``init_process_group`` ignores gloo
+    options), so the launcher sets the two variables that gloo and NCCL read, in this rank's own environment
+    only, explicitly, for local runs. Without this gloo binds to whatever the hostname resolves to, which is
+    a LAN address on an ordinary machine.
+    """
+    interface = loopback_interface()
+    os.environ["GLOO_SOCKET_IFNAME"] = interface
+    os.environ["NCCL_SOCKET_IFNAME"] = interface
+
+
+def _own_process_group() -> None:
+    """Make this rank the leader of a new process group, so the launcher can stop what it starts."""
+    if hasattr(os, "setpgid"):
+        os.setpgid(0, 0)
+
+
+def _kill_group(process: Any, sig: int) -> None:
+    """Send ``sig`` to the process group led by rank ``process`` (the rank and every process it started)."""
+    pid = process.pid
+    if pid is None:
+        return
+    if process.exitcode is None:  # alive (not reaped), so its pid cannot have been reused
+        try:
+            if not hasattr(os, "killpg") or os.getpgid(pid) != pid:  # no group of its own yet
+                os.kill(pid, sig)
+                return
+        except ProcessLookupError:
+            return
+    elif not hasattr(os, "killpg"):
+        return
+    try:  # a reaped leader's children keep its group id; only ever signal the group, never the pid
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def _exit_when_orphaned(parent_pid: int, interval_s: float = 0.5) -> None:
-    """Start a daemon thread that ends this process if its parent dies (e.g. a killed Jupyter kernel)."""
+    """Start a daemon thread that ends this process, and the processes it started, if its parent dies
+    (e.g. a killed Jupyter kernel)."""
     def watch() -> None:
         while os.getppid() == parent_pid:
             time.sleep(interval_s)
+        if hasattr(os, "killpg") and os.getpgrp() == os.getpid():
+            os.killpg(os.getpid(), signal.SIGKILL)  # this rank's group: itself and whatever it started
         os._exit(70)
 
     threading.Thread(target=watch, name="aihw-orphan-watch", daemon=True).start()
@@ -174,9 +233,11 @@ def _child_main(fn_ref: tuple[str, str], args_blob: bytes, rank: int, world_size
                 device_type: str, store_port: int, threads: int, timeout_s: float, results: Any,
                 parent_pid: int) -> None:
     """Body of one spawned rank: join the group, run the worker, report ("ok"|"error", rank, payload)."""
+    _own_process_group()
     _exit_when_orphaned(parent_pid)
     report: tuple[str, int, Any]
     try:
+        _pin_to_loopback()
         torch.set_num_threads(threads)
         fn = _resolve(fn_ref)
         args = pickle.loads(args_blob)
@@ -217,9 +278,7 @@ def launch(fn: Callable, *args: Any, config: LaunchConfig = LaunchConfig()) -> l
     choice = pick_backend(config.world_size, preference=config.backend)
     context = mp.get_context("spawn")
     results = context.Queue()
-    # Port 0: the OS picks a free port, so concurrent runs never collide. The store lives in this process.
-    store = dist.TCPStore(HOST, 0, None, is_master=True, wait_for_workers=False,
-                          timeout=timedelta(seconds=config.timeout_s + CHILD_TIMEOUT_MARGIN_S))
+    store = _loopback_store(timedelta(seconds=config.timeout_s + CHILD_TIMEOUT_MARGIN_S))
     processes: list = []
     finished = False
     try:
@@ -237,6 +296,25 @@ def launch(fn: Callable, *args: Any, config: LaunchConfig = LaunchConfig()) -> l
         _stop_all(processes, patience_s=EXIT_PATIENCE_S if finished else 0.0)
         results.close()
         del store
+
+
+def _loopback_store(timeout: timedelta) -> dist.TCPStore:
+    """The run's rendezvous store, listening on 127.0.0.1 only, on a port the OS picks (so runs never collide).
+
+    Given a host and port, TCPStore listens on every interface; handed a socket already bound to
+    127.0.0.1:0, it listens there and nowhere else.
+    """
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        listener.bind((HOST, 0))
+        listener.listen(128)
+        store = dist.TCPStore(HOST, listener.getsockname()[1], None, is_master=True, wait_for_workers=False,
+                              timeout=timeout, master_listen_fd=listener.fileno(), use_libuv=True)
+    except BaseException:
+        listener.close()
+        raise
+    listener.detach()  # the store owns the descriptor now and closes it itself
+    return store
 
 
 def _collect(processes: list, results: Any, timeout_s: float) -> list:
@@ -287,20 +365,42 @@ def _raise_silent_death(processes: list, values: dict, *, reporter: int, report:
 
 
 def _stop_all(processes: list, *, patience_s: float) -> None:
-    """Wait ``patience_s`` for ranks to exit, then SIGTERM, then SIGKILL after STOP_GRACE_S; join all."""
-    deadline = time.monotonic() + patience_s
+    """Wait ``patience_s`` for ranks to exit, then SIGTERM, then SIGKILL after STOP_GRACE_S; join all.
+
+    Signals go to each rank's process group, so processes a rank started go too. A second interrupt
+    (Ctrl-C again while ranks are being stopped) cuts the grace period short, kills everything at once,
+    and is raised only after every rank is gone.
+    """
+    try:
+        deadline = time.monotonic() + patience_s
+        for process in processes:
+            process.join(max(0.0, deadline - time.monotonic()))
+        for process in processes:
+            if process.exitcode is None:
+                _kill_group(process, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE_S
+        for process in processes:
+            process.join(max(0.0, deadline - time.monotonic()))
+    except KeyboardInterrupt:
+        _kill_all(processes)
+        raise
+    _kill_all(processes)
+
+
+def _kill_all(processes: list) -> None:
+    """SIGKILL every rank's process group and reap the ranks; interrupts cannot cut this short."""
+    pending: BaseException | None = None
     for process in processes:
-        process.join(max(0.0, deadline - time.monotonic()))
+        _kill_group(process, signal.SIGKILL)
     for process in processes:
-        if process.is_alive():
-            process.terminate()
-    deadline = time.monotonic() + STOP_GRACE_S
-    for process in processes:
-        process.join(max(0.0, deadline - time.monotonic()))
-    for process in processes:
-        if process.is_alive():
-            process.kill()
-        process.join()
+        while True:
+            try:
+                process.join()
+                break
+            except KeyboardInterrupt as exc:  # SIGKILL is on its way: finish reaping, then re-raise
+                pending = exc
+    if pending is not None:
+        raise pending
 
 
 def _run_each(ctx: RankContext, worker: Callable, configs: tuple) -> list:

@@ -13,9 +13,17 @@ def error_box() -> W.HTML:
     return W.HTML(value="", layout=W.Layout(min_height="1.5em"))
 
 
-def show_error(box: W.HTML, exc: Exception | None) -> None:
-    box.value = "" if exc is None else (
-        f'<span style="color:#b00020">&#9888; {html.escape(str(exc))}</span>')
+def show_error(box: W.HTML, exc: BaseException | None, *, stale: tuple = ()) -> None:
+    """Show ``exc`` inline in ``box`` (or clear it). A ValueError is the reader's input and shows as its message;
+    any other exception also names its type. ``stale``: widgets holding a result (a verdict, a table) that no
+    longer matches the controls once an error appears; their ``value`` is cleared."""
+    if exc is None:
+        box.value = ""
+        return
+    text = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+    box.value = f'<span style="color:#b00020">&#9888; {html.escape(text)}</span>'
+    for widget in stale:
+        widget.value = b"" if isinstance(widget, W.Image) else ""
 
 
 def show_figure(out: W.Output, fig) -> None:
@@ -46,14 +54,14 @@ def run_button(label: str) -> W.Button:
 def guarded_run(button: W.Button, status: W.HTML, err: W.HTML, busy: str, work) -> None:
     """Run ``work()`` with ``button`` disabled and ``status`` saying ``busy``; ``work`` returns the new status.
 
-    Bad input (ValueError), a failed rank (RuntimeError, e.g. aihw.parallel.launch.WorkerError) or a hung one
-    (TimeoutError) is shown inline in ``err``: a widget never raises into the notebook.
+    Every exception (bad input, a failed or hung rank, a bug) is shown inline in ``err``: a widget never raises
+    into the notebook. An interrupt (KeyboardInterrupt) still stops the kernel's work as usual.
     """
     button.disabled, status.value = True, busy
     try:
         status.value = work() or ""
         show_error(err, None)
-    except (ValueError, RuntimeError, TimeoutError) as exc:
+    except Exception as exc:
         show_error(err, exc)
         status.value = ""
     finally:

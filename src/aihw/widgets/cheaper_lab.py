@@ -116,7 +116,7 @@ def _line(summary: dict, keys: dict) -> str:
 def _quant_panel(model, data, add_point) -> W.VBox:
     dtype = W.Dropdown(options=DTYPES, value="int8", description="format")
     gran = W.ToggleButtons(options=GRANULARITIES, value="per-channel", description="scale per")
-    group = W.IntText(value=32, description="group size", layout=W.Layout(width="180px"))
+    group = W.BoundedIntText(value=32, min=1, max=4096, description="group size", layout=W.Layout(width="180px"))
     sym = W.Checkbox(value=True, description="symmetric (zero point 0)")
     err, info, out = error_box(), W.HTML(), W.Output()
 
@@ -124,8 +124,8 @@ def _quant_panel(model, data, add_point) -> W.VBox:
         try:
             fig, s = quantization_report(model, data, dtype=dtype.value, granularity=gran.value,
                                          group_size=group.value, symmetric=sym.value)
-        except ValueError as exc:
-            show_error(err, exc)
+        except Exception as exc:
+            show_error(err, exc, stale=(info,))
             return
         show_error(err, None)
         info.value = _line({**s, "ratio": s["fp32_size_bytes"] / s["size_bytes"]},

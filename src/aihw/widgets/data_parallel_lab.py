@@ -152,7 +152,7 @@ def training_panel(world_size: int = 2, mode: str = "bucketed", steps: int = 30)
 
     ranks = W.IntSlider(value=world_size, min=1, max=MAX_LAB_WORLD, description="ranks")
     mode_box = W.ToggleButtons(options=dp.MODES, value=mode, description="mode")
-    steps_box = W.IntText(value=steps, description="steps", layout=W.Layout(width="180px"))
+    steps_box = W.BoundedIntText(value=steps, min=1, max=1000, description="steps", layout=W.Layout(width="180px"))
     button = run_button("Train")
     bar, status, err, out = _progress_bar(1), W.HTML(), error_box(), W.Output()
 
@@ -208,8 +208,8 @@ def cluster_panel(params: float = 7e9) -> W.VBox:
             estimates, table.value = cluster_report(size.value, bytes_per_value=precision.value, chip=chip.value,
                                                     network=network.value, gpus_per_node=per_node.value,
                                                     nodes=nodes.value, tpu=tpu.value, tpu_chips=tpu_chips.value)
-        except ValueError as exc:
-            show_error(err, exc)
+        except Exception as exc:
+            show_error(err, exc, stale=(table,))
             return
         show_error(err, None)
         show_figure(out, plot_cluster_estimates(estimates, title=f"All-reduce of {size.value:.3g} gradients"))
@@ -227,9 +227,15 @@ __all__ = ["measurement_summary", "collectives_panel", "training_summary", "trai
 
 # --- worked solutions of the lab's exercises (shown only through aihw.exercises.reveal) ---------------------
 
+# Exercise 1 (ring all-reduce of 1e8 bytes): the alpha term is 15% of the answer, so at this tolerance an answer
+# that leaves it out fails (at 1e9 bytes it was 1.8%, inside the old 2% tolerance).
+RING_TIME_BYTES = 1e8
+RING_TIME_REL_TOL = 0.01
+
+
 def _worked_1() -> tuple[float, str]:
-    value = 14 * 5e-6 * 1e3 + 2 * 7 / 8 * 1e9 / 450e9 * 1e3
-    return value, ("Ring on p = 8: 2(p-1) = 14 latency terms of 5 µs, plus 2(p-1)/p x 1e9 bytes at 450 GB/s per "
+    value = 14 * 5e-6 * 1e3 + 2 * 7 / 8 * 1e8 / 450e9 * 1e3
+    return value, ("Ring on p = 8: 2(p-1) = 14 latency terms of 5 µs, plus 2(p-1)/p x 1e8 bytes at 450 GB/s per "
                    f"direction (900 GB/s bidirectional / 2): {value:.3f} ms.")
 
 

@@ -60,7 +60,7 @@ def roofline_explorer(chips: Sequence[str] = DEFAULT_CHIPS, dtype: str = "bf16",
     pick = W.SelectMultiple(options=names, value=tuple(hardware.get_chip(c).name for c in chips),
                             rows=6, description="chips")
     dtype_box = W.Dropdown(options=[p for p in BYTES_PER_ELEMENT if p != "int4"], value=dtype, description="dtype")
-    dims = [W.IntText(value=v, description=d, layout=W.Layout(width="160px")) for d, v in zip("MNK", shape,
+    dims = [W.BoundedIntText(value=v, min=1, max=10**7, description=d, layout=W.Layout(width="160px")) for d, v in zip("MNK", shape,
                                                                                              strict=True)]
     err, table, image = error_box(), W.HTML(), W.Image(format="png", layout=W.Layout(max_width="760px"))
     canvas = RooflinePlot()
@@ -68,8 +68,8 @@ def roofline_explorer(chips: Sequence[str] = DEFAULT_CHIPS, dtype: str = "bf16",
     def update(_=None) -> None:
         try:
             estimates, table.value = roofline_report(pick.value, dtype_box.value, *(d.value for d in dims))
-        except ValueError as exc:
-            show_error(err, exc)
+        except Exception as exc:
+            show_error(err, exc, stale=(table,))
             return
         show_error(err, None)
         canvas.update([c for c, _ in estimates], dtype_box.value, ops=[est for _, est in estimates[:1]])
@@ -108,8 +108,8 @@ def systolic_stepper(size: int = 3, m: int = 4, k: int = 3, n: int = 3, seed: in
     def redraw(_=None) -> None:
         try:
             fig, info = systolic_step(A, B, size=size, dataflow=flow.value, cycle=cycle.value)
-        except ValueError as exc:
-            show_error(err, exc)
+        except Exception as exc:
+            show_error(err, exc, stale=(counters,))
             return
         show_error(err, None)
         counters.value = " &nbsp;|&nbsp; ".join(

@@ -186,8 +186,8 @@ def memory_explorer(model: str = "llama-2-7b", chip: str = "NVIDIA H100 SXM") ->
             return
         try:
             view = memory_view(**values())
-        except ValueError as exc:
-            show_error(err, exc)
+        except Exception as exc:
+            show_error(err, exc, stale=(verdict, bars))
             return
         show_error(err, None)
         verdict.value = view["verdict"]

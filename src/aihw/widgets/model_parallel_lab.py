@@ -79,8 +79,8 @@ def schedule_explorer(schedule: str = "1f1b", p: int = 4, m: int = 8, v: int = 2
     def update(_=None) -> None:
         try:
             fig, info = simulate_view(sched.value, *(s.value for s in sliders.values()))
-        except (ValueError, RuntimeError) as exc:
-            show_error(err, exc)
+        except Exception as exc:
+            show_error(err, exc, stale=(facts,))
             return
         show_error(err, None)
         facts.value = _facts_html(info)
@@ -131,9 +131,8 @@ def planner_widget(model: str = "llama-2-13b", chip: str = "H100 SXM") -> W.VBox
     def update(_=None) -> None:
         try:
             _, table.value = plan_view(**{k: c.value for k, c in controls.items()})
-        except ValueError as exc:
-            show_error(err, exc)
-            table.value = ""
+        except Exception as exc:
+            show_error(err, exc, stale=(table,))
             return
         show_error(err, None)
 

@@ -1,0 +1,224 @@
+"""The launcher under attack and under fault: what a local run listens on, and kills, interrupts and stray
+processes from outside. Each test checks the outcome (who is still alive), never how long it took."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from aihw.parallel import _demo_workers as workers
+from aihw.parallel.launch import LaunchConfig, WorkerError, WorkerTimeout, launch
+
+pytestmark = pytest.mark.distributed
+
+LOOPBACK = {"127.0.0.1", "::1"}
+PATIENCE_S = 120.0  # generous: start-up on a loaded 2-core machine takes seconds per rank
+
+# A launching process of its own, for the tests that signal or kill the parent.
+DRIVER = """
+import sys
+from aihw.parallel import _demo_workers as workers
+from aihw.parallel.launch import LaunchConfig, launch
+try:
+    launch(workers.record_pid_then_wait, sys.argv[1], sys.argv[2] == "ignore", True, config=LaunchConfig(world_size=2, timeout_s=300))
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(130)
+"""
+
+SOCKETS_DRIVER = """
+import json
+from aihw.parallel import _demo_workers as workers
+from aihw.parallel.launch import LaunchConfig, launch
+if __name__ == "__main__":
+    print(json.dumps(launch(workers.listening_sockets, config=LaunchConfig(world_size=2, timeout_s=120))[0]))
+"""
+
+SUM_DRIVER = """
+from aihw.parallel import _demo_workers as workers
+from aihw.parallel.launch import LaunchConfig, launch
+print(sum(r["total"] for r in launch(workers.all_reduce_sum, config=LaunchConfig(world_size=2, timeout_s=150))))
+"""
+
+
+def _alive(pid: int) -> bool:
+    """True if ``pid`` runs (zombies, which only wait to be reaped, count as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def _wait_for(predicate, what: str, timeout_s: float = PATIENCE_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up after {timeout_s:.0f} s waiting for {what}")
+        time.sleep(0.05)
+
+
+def _pids(folder: Path, world_size: int = 2, child: bool = True) -> list[int]:
+    names = [f"rank{r}.pid" for r in range(world_size)]
+    if child:
+        names += [f"rank{r}.child.pid" for r in range(world_size)]
+    _wait_for(lambda: all((folder / n).exists() for n in names), f"the ranks to write {names}")
+    return [int((folder / n).read_text()) for n in names]
+
+
+def _start_driver(folder: Path, sigterm: str = "obey") -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", DRIVER, str(folder), sigterm],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _finish(process: subprocess.Popen) -> tuple[str, str]:
+    try:
+        return process.communicate(timeout=PATIENCE_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        raise
+
+
+# ----- what a local run listens on -----------------------------------------------------------------------
+
+def _check_loopback_only(sockets: list, launcher_pid: int) -> None:
+    assert sockets, "found no listening socket at all (the store must be one)"
+    assert {pid for pid, _, _ in sockets} - {launcher_pid}, f"no rank listens (gloo does): {sockets}"
+    assert launcher_pid in {pid for pid, _, _ in sockets}, f"the store is not among {sockets}"
+    exposed = [s for s in sockets if s[1] not in LOOPBACK]
+    assert not exposed, f"listening beyond loopback (pid, address, port): {exposed}"
+
+
+def test_every_listening_socket_of_a_run_is_on_loopback():
+    sockets = launch(workers.listening_sockets, config=LaunchConfig(world_size=2, timeout_s=120))[0]
+    _check_loopback_only([tuple(s) for s in sockets], os.getpid())
+
+
+def _lan_address() -> str | None:
+    """This machine's address on its default route, without sending anything (None if it has none)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # TEST-NET-1: connecting a UDP socket only picks a route
+        except OSError:
+            return None
+        address = probe.getsockname()[0]
+    return None if address.startswith("127.") else address
+
+
+def _namespaces_work() -> bool:
+    if shutil.which("unshare") is None or shutil.which("mount") is None:
+        return False
+    probe = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "true"], capture_output=True)
+    return probe.returncode == 0
+
+
+def test_loopback_only_even_when_the_hostname_resolves_to_a_lan_address(tmp_path):
+    """In a private mount namespace /etc/hosts maps this machine's name to its LAN address (as on an ordinary
+    machine), which is where gloo binds unless pinned; the run must still listen on loopback only."""
+    address = _lan_address()
+    if address is None or not _namespaces_work():
+        pytest.skip("needs a non-loopback address and unprivileged mount namespaces (unshare)")
+    hosts = tmp_path / "hosts"
+    hosts.write_text(f"127.0.0.1 localhost\n::1 localhost\n{address} {socket.gethostname()}\n")
+    script = tmp_path / "sockets.py"
+    script.write_text(SOCKETS_DRIVER)
+    shell = (f'mount --bind "{hosts}" /etc/hosts && '
+             f'"{sys.executable}" -c "import socket; print(socket.gethostbyname(socket.gethostname()))" && '
+             f'exec "{sys.executable}" "{script}"')
+    done = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", shell],
+                          capture_output=True, text=True, timeout=PATIENCE_S)
+    assert done.returncode == 0, done.stderr[-3000:]
+    resolved, listing = done.stdout.strip().splitlines()[-2:]
+    assert resolved == address  # the hostname really resolves elsewhere inside the namespace
+    sockets = [tuple(s) for s in json.loads(listing)]
+    assert sockets and {addr for _, addr, _ in sockets} <= LOOPBACK, sockets
+
+
+# ----- faults ----------------------------------------------------------------------------------------------
+
+def test_rank_killed_mid_collective_is_named_and_nothing_is_left(tmp_path):
+    """Rank 0 waits in an all-reduce; rank 1 is SIGKILLed from outside before joining it."""
+    folder = tmp_path
+
+    def kill_rank_one() -> None:
+        rank0, rank1, child0, child1 = _pids(folder)
+        os.kill(rank1, signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_rank_one, daemon=True)  # an error here shows as missing pid files
+    killer.start()
+    with pytest.raises(WorkerError) as info:
+        launch(workers.record_pid_then_wait, str(folder), False, True,
+               config=LaunchConfig(world_size=2, timeout_s=PATIENCE_S))
+    killer.join()
+    assert info.value.rank == 1 and info.value.exitcode == -signal.SIGKILL
+    assert "SIGKILL" in str(info.value)
+    leftover = [pid for pid in _pids(folder) if _alive(pid)]
+    assert not leftover, f"ranks or their children outlived the run: {leftover}"
+
+
+def test_rank_that_ignores_sigterm_and_its_child_are_killed(tmp_path):
+    with pytest.raises(WorkerTimeout):
+        launch(workers.record_pid_then_wait, str(tmp_path), True, True,
+               config=LaunchConfig(world_size=2, timeout_s=15))
+    leftover = [pid for pid in _pids(tmp_path) if _alive(pid)]
+    assert not leftover, f"ranks or their children outlived the run: {leftover}"
+
+
+def test_a_ranks_own_child_does_not_outlive_a_successful_run(tmp_path):
+    launch(workers.record_pid_then_wait, str(tmp_path), False, True, 0.0,
+           config=LaunchConfig(world_size=2, timeout_s=PATIENCE_S))
+    leftover = [pid for pid in _pids(tmp_path) if _alive(pid)]
+    assert not leftover, f"processes started by ranks outlived the run: {leftover}"
+
+
+def test_interrupt_stops_the_ranks_and_their_children(tmp_path):
+    driver = _start_driver(tmp_path)
+    pids = _pids(tmp_path)
+    driver.send_signal(signal.SIGINT)
+    out, err = _finish(driver)
+    assert driver.returncode == 130 and "interrupted" in out, err[-2000:]
+    leftover = [pid for pid in pids if _alive(pid)]  # checked the moment the parent is done
+    assert not leftover, f"ranks or their children outlived the interrupted run: {leftover}"
+
+
+def test_second_interrupt_during_the_stop_grace_period_still_stops_everything(tmp_path):
+    """The ranks ignore SIGTERM, so stopping them waits out the grace period; a second Ctrl-C arrives then."""
+    driver = _start_driver(tmp_path, sigterm="ignore")
+    pids = _pids(tmp_path)
+    driver.send_signal(signal.SIGINT)
+    time.sleep(0.5)  # whether this lands inside the grace period or not, the outcome must be the same
+    if driver.poll() is None:
+        driver.send_signal(signal.SIGINT)
+    out, err = _finish(driver)
+    assert driver.returncode == 130 and "interrupted" in out, err[-2000:]
+    leftover = [pid for pid in pids if _alive(pid)]
+    assert not leftover, f"ranks or their children outlived the interrupted run: {leftover}"
+
+
+def test_ranks_and_their_children_die_when_the_parent_is_killed(tmp_path):
+    """SIGKILL gives the parent no chance to clean up: the ranks' orphan watcher must end them."""
+    driver = _start_driver(tmp_path)
+    pids = _pids(tmp_path)
+    driver.kill()
+    _finish(driver)
+    _wait_for(lambda: not any(_alive(pid) for pid in pids), "the orphaned ranks and their children to end",
+              timeout_s=30)
+
+
+def test_two_launches_from_two_processes_at_once():
+    drivers = [subprocess.Popen([sys.executable, "-c", SUM_DRIVER], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outcomes = [_finish(d) for d in drivers]
+    for driver, (out, err) in zip(drivers, outcomes, strict=True):
+        assert driver.returncode == 0, err[-2000:]
+        assert out.strip() == "6.0"  # two ranks, each holding 1 + 2 after the all-reduce
