@@ -29,7 +29,7 @@
 try:
     import aihw  # noqa: F401  (imported to check it is installed)
 except ImportError:
-    # %pip install -q "aihw[labs] @ git+https://github.com/aihw-course/aihw"
+    # %pip install -q "aihw[labs] @ git+https://github.com/aihw-course/aihw@v0.1.0"  # the release this book is built from
     import aihw  # noqa: F401
 
 import matplotlib.pyplot as plt
