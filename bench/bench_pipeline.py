@@ -76,17 +76,31 @@ def bench_bubble(schedule: str, width: int, micro_batch_size: int, steps: int) -
                   f"sim(cpu t) {_span(ratios, 1)}")
 
 
-def bench_torch_pipelining(width: int, micro_batch_size: int) -> None:
-    from aihw.parallel.launch import LaunchConfig, launch
+def bench_torch_pipelining(width: int, micro_batch_size: int, repeats: int = 3) -> None:
+    """aihw's schedules and torch.distributed.pipelining's on the same stages, interleaved in ONE launch and
+    repeated, so drift of a shared machine's load hits both sides alike; prints every repeat and the load."""
+    from aihw.parallel.launch import run
+    from aihw.parallel.pipeline import pipeline_worker
 
     model = TinyGPTConfig(width=width, depth=6, heads=4, seq_len=128)
-    print("\naihw schedules vs torch.distributed.pipelining (p=2, m=4, gloo), fastest step:")
-    for schedule in ("gpipe", "1f1b"):
-        cfg = PipelineConfig(model=model, micro_batches=4, micro_batch_size=micro_batch_size, schedule=schedule)
-        ours = summary(run_pipeline(cfg, stages=2)[0])["step_s"]
-        theirs = max(r["step_s"] for r in launch(torch_pipelining_worker, cfg,
-                                                 config=LaunchConfig(world_size=2, backend="gloo")))
-        print(f"  {schedule:>5}: aihw {1e3 * ours:.1f} ms, torch.distributed.pipelining {1e3 * theirs:.1f} ms")
+    cfgs = {s: PipelineConfig(model=model, micro_batches=4, micro_batch_size=micro_batch_size, schedule=s)
+            for s in ("gpipe", "1f1b")}
+    jobs = [job for _ in range(repeats) for s in cfgs
+            for job in ((pipeline_worker, [cfgs[s]]), (torch_pipelining_worker, cfgs[s]))]
+    print(f"\naihw schedules vs torch.distributed.pipelining (p=2, m=4, gloo), fastest of 3 steps, {repeats} "
+          f"repeats; load avg before: {_load()}")
+    results = run(tuple(jobs), world_size=2, backend="gloo", timeout_s=1800)
+    ratios: dict[str, list[float]] = {"gpipe": [], "1f1b": []}
+    for i in range(0, len(jobs), 2):
+        schedule = jobs[i + 1][1].schedule
+        ours = summary([r[0] for r in results[i]])
+        theirs = max(r["step_s"] for r in results[i + 1])
+        ratios[schedule].append(ours["step_s"] / theirs)
+        print(f"  {schedule:>5}: aihw {1e3 * ours['step_s']:.1f} ms (cpu/wall {ours['cpu_per_wall']:.2f}), "
+              f"torch.distributed.pipelining {1e3 * theirs:.1f} ms, ratio {ratios[schedule][-1]:.2f}")
+    for schedule, values in ratios.items():
+        print(f"  {schedule}: aihw / torch over repeats {min(values):.2f}..{max(values):.2f}; load avg after: "
+              f"{_load()} (cpu/wall well below 1 means the ranks waited for a core: the ratio is then noise)")
 
 
 def bench_lab() -> None:

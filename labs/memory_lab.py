@@ -39,6 +39,7 @@ from aihw.exercises import check, compare_prediction, reveal
 from aihw.measure.memory import MeasureConfig, compare, predict
 from aihw.memory import GB, MemoryConfig, estimate_memory
 from aihw.memory_fit import devices_needed
+from aihw.model_presets import get_preset
 from aihw.models.tinygpt import TinyGPTConfig
 from aihw.plots.memory import plot_predicted_vs_measured
 from aihw.widgets import memory_lab
@@ -142,7 +143,7 @@ answer4 = None  # "weights" or "kv cache"
 e7 = estimate_memory("llama-2-7b", precision="bf16", optimizer="adamw")
 expected1 = sum(e7.total[k] for k in ("weights", "gradients", "optimizer", "master_weights")) / GB
 expected2 = estimate_memory("llama-2-70b", mode="infer", batch=8, seq=4096).total["kv_cache"] / GB
-train70 = MemoryConfig(model="llama-2-70b", batch=1, seq=4096, recompute="full")
+train70 = MemoryConfig(model=get_preset("llama-2-70b"), batch=1, seq=4096, recompute="full")
 h100 = hardware.get_chip("H100 SXM")
 expected3 = devices_needed(train70, h100.memory_bytes, zero=3)
 l3 = estimate_memory("llama-3-8b", mode="infer", batch=16, seq=8192)

@@ -138,14 +138,15 @@ assert measured_bytes == formula["bytes_per_step"]
 # ## 4. Plan: a layout for a real model on a real cluster
 #
 # The planner tries every DP × TP × PP × ZeRO × recomputation layout that uses all the chips, drops those that do
-# not fit (memory chapter's estimator), estimates the step time from the peak FLOP/s at the MFU you set, the
-# alpha-beta cost of every collective and the bubble, and ranks them. Every assumption is listed.
+# not fit (memory chapter's estimator), estimates the step time from the roofline of every matmul shape at the
+# chip's published matmul efficiency, the alpha-beta cost of every collective and the bubble, and ranks them.
+# Every assumption is listed.
 
 # %%
 display(model_parallel_lab.planner_widget(model="llama-2-13b", chip="H100 SXM"))
 
 best_plan, text = model_parallel_lab.plan_view(model="llama-2-13b", chip="H100 SXM", chips_per_node=8, nodes=4,
-                                         global_batch=512, seq=4096, mfu=0.4)
+                                         global_batch=512, seq=4096)
 plot_layout_times(best_plan.ranked, top=6)
 plt.show()
 display(HTML(text))

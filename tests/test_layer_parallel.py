@@ -25,8 +25,9 @@ def _assert_grads_equal(grads, ref):
 
 def test_split_layers():
     assert split_layers(6, 3) == [range(0, 2), range(2, 4), range(4, 6)]
-    with pytest.raises(ValueError, match="stages=4 must divide the 6 layers.*possible: \\[1, 2, 3, 6\\]"):
-        split_layers(6, 4)
+    assert split_layers(6, 4) == [range(0, 1), range(1, 3), range(3, 5), range(5, 6)]  # uneven, ends lighter
+    with pytest.raises(ValueError, match="stages=7 exceeds the 6 layers"):
+        split_layers(6, 7)
     with pytest.raises(ValueError, match="stages"):
         split_layers(6, 0)
 

@@ -16,7 +16,7 @@ from aihw.memory import (
     korthikanti_per_layer,
 )
 from aihw.memory_fit import devices_needed
-from aihw.model_presets import PRESETS, ModelShape, get_preset
+from aihw.model_presets import PRESETS, ModelShape, get_preset, resolve_model
 
 # Published counts are rounded, so compare within 1%. GPT-2's paper (Radford et al. 2019, Table 2) prints
 # 117M/345M/762M/1542M, below the released checkpoints' 124.4M/354.8M/774.0M/1557.6M (by 6.4%, 2.8%, 1.6%, 1.0%).
@@ -107,31 +107,33 @@ def test_tensor_and_pipeline_split():
 
 
 def test_devices_needed_and_h100():
-    cfg = MemoryConfig(model="llama-2-70b", seq=4096, recompute="full")
+    cfg = MemoryConfig(model=resolve_model("llama-2-70b"), seq=4096, recompute="full")
     assert devices_needed(cfg, 80e9, zero=0) is None  # plain data parallelism never shards model state
     n3 = devices_needed(cfg, 80e9, zero=3)
     assert n3 is not None and estimate(dataclasses.replace(cfg, dp=n3, zero=3)).per_device_bytes <= 80e9
     assert estimate(dataclasses.replace(cfg, dp=n3 - 1, zero=3)).per_device_bytes > 80e9
-    assert devices_needed(MemoryConfig(model="llama-2-7b", mode="infer", seq=4096), 80e9) == 1
-    assert devices_needed(MemoryConfig(model="llama-2-70b", mode="infer", seq=4096), 80e9) == 2
+    assert devices_needed(MemoryConfig(model=resolve_model("llama-2-7b"), mode="infer", seq=4096), 80e9) == 1
+    assert devices_needed(MemoryConfig(model=resolve_model("llama-2-70b"), mode="infer", seq=4096), 80e9) == 2
 
 
 def test_fit_table_uses_catalogue():
     from aihw.memory_fit import fit_table
 
-    rows = fit_table(MemoryConfig(model="llama-2-7b", mode="infer", batch=4), ["h100-sxm", "t4"])
+    rows = fit_table(MemoryConfig(model=resolve_model("llama-2-7b"), mode="infer", batch=4), ["h100-sxm", "t4"])
     assert rows[0]["fits_one"] and not rows[1]["fits_one"] and rows[1]["devices"]["tp/pp"] >= 2
 
 
 @pytest.mark.parametrize("kwargs, match", [
     (dict(params=0), "params"), (dict(params=-5), "params"), (dict(model="llama2-7b"), "llama-2-7b"),
-    (dict(model="gpt2-small", tp=5), "tp=5"), (dict(model="gpt2-small", pp=5), "pp=5"),
+    (dict(model="gpt2-small", tp=5), "tp=5"), (dict(model="gpt2-small", pp=13), "pp=13 stages exceed the 12 layers"),
     (dict(params=1e9, zero=4), "zero"), (dict(params=1e9, batch=0), "batch"), (dict(params=1e9, precision="fp12"),
                                                                                 "precision"),
     (dict(), "exactly one"), (dict(model=ModelShape("g", 768, 2, 12, vocab=9, max_seq=8, kv_heads=4), tp=6), "kv_heads=4"),
 ])
 def test_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
+        if isinstance(kwargs.get("model"), str):  # preset names become shapes at the boundary
+            kwargs = {**kwargs, "model": resolve_model(kwargs["model"])}
         MemoryConfig(**kwargs)
 
 
@@ -205,6 +207,31 @@ def test_cli_table_and_errors(capsys):
                        (["--params", "1e9", "--mode", "serve"], "mode")):
         code, out = _cli(["memory", *argv], capsys)
         assert code == 2 and word in out.err and len(out.err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("precision, grad, replicated, sharded", [
+    ("bf16", "param", 16, 12),  # the ZeRO paper's accounting: 2 + 2 + 12 (ZeRO-1: 4 + 12/d)
+    ("bf16", "fp32", 18, 12),  # Megatron-LM distributed optimizer: 6 + 12/d
+    ("fp16", "fp32", 20, 16),  # 4 + 16/d: the fp32 main gradient is sharded with the optimizer
+    ("fp32", "fp32", 16, 8),  # 8 + 8/d
+])
+def test_gradient_precision_matches_megatron_table(precision, grad, replicated, sharded):
+    d = 8
+    cfg = MemoryConfig(params=1e9, precision=precision, grad_precision=grad, dp=d)
+    state = ("weights", "gradients", "optimizer", "master_weights")
+    assert sum(estimate(cfg).total[k] for k in state) / 1e9 == pytest.approx(replicated)
+    zero1 = estimate(dataclasses.replace(cfg, zero=1)).per_device
+    assert sum(zero1[k] for k in state) / 1e9 == pytest.approx(replicated - sharded + sharded / d)
+
+
+def test_zero3_gather_buffers_and_keep_gathered():
+    base = MemoryConfig(model="llama-2-7b", seq=1024, zero=3, dp=8)
+    sharded = estimate(base).per_device["weights"]
+    layer = get_preset("llama-2-7b").layer_params() * 2  # bf16
+    assert sharded == pytest.approx(estimate(dataclasses.replace(base, dp=1, zero=0)).per_device["weights"] / 8
+                                    + 2 * layer)
+    kept = estimate(dataclasses.replace(base, zero3_keep_gathered=True)).per_device["weights"]
+    assert kept > sharded
 
 
 def test_mistral_kv_cache_honours_its_sliding_window():

@@ -150,7 +150,7 @@ def test_odd_memory_combinations_are_flagged_in_the_api(kwargs, flag):
     (("--zero", "1", "--dp", "4", "--mode", "infer"), "applies to training only"),
     (("--chip", ""), "--chip is empty"),
     (("--chip", "   "), "--chip is empty"),
-    (("--pp", "64"), "pp=64 must divide the 32 layers"),
+    (("--pp", "64"), "pp=64 stages exceed the 32 layers"),
 ])
 def test_odd_memory_command_lines_are_refused(capsys, argv, pattern):
     code, _, err = _run(capsys, "memory", "--model", "llama-2-7b", *argv)

@@ -20,7 +20,7 @@ from aihw._validate import NonFiniteResult, TooLarge
 class _OneLineParser(argparse.ArgumentParser):
     """argparse prints usage plus the error; the course's CLI prints just the error, on one line."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str):
         raise _UsageError(f"{self.prog}: {message} (see --help)")
 
 

@@ -57,9 +57,16 @@ class TokenFlops:
 
 
 def matmul_params(model: ModelShape) -> int:
-    """Weights that multiply activations: Q, K, V, O and the MLP of every layer, plus the output head."""
+    """Weights that multiply a token's activations: Q, K, V, O and the MLP of every layer, plus the output head.
+
+    Mixture of experts: the ``top_k`` experts a token is routed to, plus the router (hidden x experts).
+    """
     h, kv, f = model.hidden, model.kv_dim, model.ffn_dim
-    per_layer = 2 * h * h + 2 * h * kv + (3 if model.gated_mlp else 2) * h * f
+    if model.experts:
+        mlp = model.top_k * (3 if model.gated_mlp else 2) * h * model.expert_ffn_dim + h * model.experts
+    else:
+        mlp = (3 if model.gated_mlp else 2) * h * f
+    per_layer = 2 * h * h + 2 * h * kv + mlp
     return model.layers * per_layer + model.vocab * h
 
 

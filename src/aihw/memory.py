@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from typing import Literal, get_args
 
 from aihw._validate import (
     coerce_numbers,
@@ -34,20 +35,30 @@ from aihw._validate import (
     require_positive,
     require_positive_int,
 )
-from aihw.model_presets import ModelShape, get_preset
+from aihw.flops import RECOMPUTE_CHOICES
+from aihw.model_presets import ModelShape, resolve_model
+from aihw.precision import get_format
 
-# Storage bytes per value. tf32 is a tensor-core input mode: values are stored as 32-bit floats.
-PRECISION_BYTES: dict[str, float] = {
-    "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1, "int8": 1, "int4": 0.5,
-}
+# The weight precisions the estimator offers, and their storage bytes per value from the registry of number
+# formats (aihw.precision; tf32 is a tensor-core input mode: values are stored as 32-bit floats).
+WEIGHT_PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "int8", "int4")
+PRECISION_BYTES: dict[str, float] = {name: get_format(name).bytes for name in WEIGHT_PRECISIONS}
 # Optimizer state in bytes per parameter (fp32 states). 8-bit Adam: two int8 moments + fp32 absmax per block.
 ADAM8BIT_BLOCK = 2048
-OPTIMIZER_STATE_BYTES: dict[str, float] = {
-    "sgd": 0, "sgd_momentum": 4, "adam": 8, "adamw": 8, "adam8bit": 2 + 2 * 4 / ADAM8BIT_BLOCK,
-}
+Optimizer = Literal["sgd", "sgd_momentum", "adam", "adamw", "adam8bit"]
+OPTIMIZERS: tuple[str, ...] = get_args(Optimizer)
+OPTIMIZER_STATE_BYTES: dict[str, float] = dict(zip(OPTIMIZERS, (0, 4, 8, 8, 2 + 2 * 4 / ADAM8BIT_BLOCK), strict=True))
 COMPONENTS = ("weights", "gradients", "optimizer", "master_weights", "activations", "kv_cache", "overhead")
-MODES = ("train", "infer")
-RECOMPUTE = ("none", "selective", "full")
+Mode = Literal["train", "infer"]
+MODES: tuple[str, ...] = get_args(Mode)
+RECOMPUTE = RECOMPUTE_CHOICES
+Attention = Literal["eager", "fused"]
+ATTENTION: tuple[str, ...] = get_args(Attention)
+GradPrecision = Literal["param", "fp32"]
+GRAD_PRECISIONS: tuple[str, ...] = get_args(GradPrecision)
+ZeroStage = Literal[0, 1, 2, 3]
+ZERO_STAGES: tuple[ZeroStage, ...] = get_args(ZeroStage)
+ZERO3_BUFFER_LAYERS = 2  # layers' parameters a ZeRO-3 device holds gathered at once (current + prefetched)
 GB, GiB = 1e9, 2**30
 
 
@@ -111,6 +122,17 @@ class MemoryConfig:
     tp: int = 1  # tensor-parallel degree (must divide heads)
     pp: int = 1  # pipeline-parallel degree (must divide layers); 1F1B schedule assumed
     sequence_parallel: bool = True  # Megatron sequence parallelism alongside tp
+    cp: int = 1  # context parallelism (ring attention): each device holds seq / cp tokens
+    ep: int = 1  # expert parallelism (MoE models): each device holds experts / ep experts
+    virtual_stages: int = 1  # interleaved 1F1B chunks per pipeline device (more activations in flight)
+    micro_batches: int | None = None  # micro-batches per step (caps those in flight); None: at least pp
+    schedule: str = "1f1b"  # pipeline schedule: "1f1b" (pp micro-batches in flight) or "gpipe" (all m of them)
+    stage_layers: int | None = None  # layers on the busiest pipeline device; None: ceil(layers / pp)
+    attention: str = "eager"  # "eager" keeps the s x s scores for backward; "fused" (FlashAttention) does not
+    grad_precision: str = "param"  # "param": gradients in the weight precision (ZeRO paper, 16 B/param with
+    #   bf16 + Adam); "fp32": fp32 gradients as Megatron-LM's distributed optimizer and DeepSpeed keep them
+    #   (18 B/param with bf16 weights, 20 B with fp16: the fp16 gradient plus an fp32 main gradient)
+    zero3_keep_gathered: bool = False  # ZeRO-3: keep the stage's parameters gathered across micro-batches
     kv_precision: str | None = None  # KV-cache precision; None: the activation precision
     overhead_fraction: float = 0.0  # framework overhead and temporaries, as a fraction of the rest
     overhead_bytes: float = 0.0  # fixed overhead per device (e.g. CUDA context), bytes
@@ -121,7 +143,7 @@ class MemoryConfig:
         if (self.model is None) == (self.params is None):
             raise ValueError("give exactly one of model (a ModelShape or preset) and params (a count such as 7e9)")
         if isinstance(self.model, str):
-            object.__setattr__(self, "model", get_preset(self.model))
+            object.__setattr__(self, "model", resolve_model(self.model))
         if self.params is not None:
             require_positive("params", self.params)
         require_choice("precision", self.precision, PRECISION_BYTES)
@@ -130,8 +152,17 @@ class MemoryConfig:
         require_choice("recompute", self.recompute, RECOMPUTE)
         if self.kv_precision is not None:
             require_choice("kv_precision", self.kv_precision, PRECISION_BYTES)
-        for name in ("batch", "dp", "tp", "pp"):
+        for name in ("batch", "dp", "tp", "pp", "cp", "ep", "virtual_stages"):
             require_positive(name, getattr(self, name), integer=True)
+        require_choice("attention", self.attention, ATTENTION)
+        require_choice("grad_precision", self.grad_precision, GRAD_PRECISIONS)
+        require_choice("schedule", self.schedule, ("1f1b", "gpipe"))
+        if self.schedule == "gpipe" and self.virtual_stages > 1:
+            raise ValueError("virtual_stages > 1 is the interleaved 1F1B schedule; GPipe has one chunk per device")
+        if self.micro_batches is not None:
+            require_positive("micro_batches", self.micro_batches, integer=True)
+        if self.stage_layers is not None:
+            require_positive("stage_layers", self.stage_layers, integer=True)
         if self.seq is not None:
             require_positive("seq", self.seq, integer=True)
         if isinstance(self.zero, bool) or self.zero not in (0, 1, 2, 3):
@@ -145,12 +176,10 @@ class MemoryConfig:
                                  "(a learned position table has no row for longer sequences)")
 
     def _check_parallel(self, m: ModelShape) -> None:
-        if m.heads % self.tp:
-            raise ValueError(f"tp={self.tp} must divide the {m.heads} attention heads of {m.name}")
-        if m.layers % self.pp:
-            raise ValueError(f"pp={self.pp} must divide the {m.layers} layers of {m.name}")
-        if m.n_kv_heads % self.tp and self.tp % m.n_kv_heads:
-            raise ValueError(f"tp={self.tp} and kv_heads={m.n_kv_heads} of {m.name} must divide one another")
+        from aihw.parallel_dims import ParallelDims
+
+        ParallelDims(dp=self.dp, tp=self.tp, pp=self.pp, cp=self.cp, ep=self.ep, zero=self.zero,
+                     virtual_stages=self.virtual_stages).validate_model(m, seq=self.tokens)
 
     @property
     def param_count(self) -> float:
@@ -202,21 +231,50 @@ class MemoryEstimate:
 
 
 def _model_state(cfg: MemoryConfig) -> dict[str, float]:
-    """Bytes per parameter for weights, gradients, optimizer and master copy (before any sharding)."""
+    """Bytes per parameter for weights, gradients, optimizer and master copy (before any sharding).
+
+    Gradients: in the weight precision (16-bit when weights are 8/4-bit), or fp32 with ``grad_precision="fp32"``
+    (Megatron-LM keeps fp32 main gradients; with fp16 weights it also keeps the fp16 model gradient, and the
+    fp32 copy is then sharded with the optimizer state: see :func:`_grad_split`).
+    """
     w = PRECISION_BYTES[cfg.precision]
     if cfg.mode == "infer":
         return {"weights": w, "gradients": 0.0, "optimizer": 0.0, "master_weights": 0.0}
     master = cfg.master_weights if cfg.master_weights is not None else w < 4
-    return {"weights": w, "gradients": max(w, 2.0), "optimizer": OPTIMIZER_STATE_BYTES[cfg.optimizer],
+    model_grad, main_grad = _grad_split(cfg)
+    return {"weights": w, "gradients": model_grad + main_grad, "optimizer": OPTIMIZER_STATE_BYTES[cfg.optimizer],
             "master_weights": 4.0 if master else 0.0}
 
 
+def _grad_split(cfg: MemoryConfig) -> tuple[float, float]:
+    """(model-gradient bytes, separate fp32 main-gradient bytes) per parameter.
+
+    ZeRO-2 shards the model gradient; the separate fp32 main gradient (fp16 weights + ``grad_precision="fp32"``)
+    lives with the optimizer and is sharded from ZeRO-1 on, as in Megatron-LM's distributed optimizer
+    (bytes per parameter 4 + 16/d for fp16, 6 + 12/d for bf16 with fp32 gradients, 8 + 8/d for fp32).
+    """
+    w = PRECISION_BYTES[cfg.precision]
+    if cfg.grad_precision == "param" or w >= 4:
+        return max(w, 2.0) if cfg.grad_precision == "param" else 4.0, 0.0
+    if cfg.precision == "fp16":
+        return 2.0, 4.0
+    return 4.0, 0.0  # bf16 (and 8/4-bit) weights: the fp32 gradient is the model gradient
+
+
+def _busiest_layers(cfg: MemoryConfig) -> int:
+    m = cfg.model
+    if cfg.stage_layers is not None:
+        return cfg.stage_layers
+    return -(-m.layers // cfg.pp)
+
+
 def _stage_params(cfg: MemoryConfig) -> float:
-    """Parameters on the busiest device after tensor and pipeline splitting."""
+    """Parameters on the busiest device after tensor, pipeline and expert splitting."""
     m = cfg.model
     if m is None:
         return cfg.param_count / (cfg.tp * cfg.pp)
-    layers = m.layers // cfg.pp * m.layer_params()
+    per_layer = m.layer_params() - m.moe_params() + m.moe_params() / cfg.ep
+    layers = _busiest_layers(cfg) * per_layer
     first, last = m.embedding_params(), m.head_params()
     if cfg.pp == 1:
         return (layers + first + last) / cfg.tp
@@ -225,20 +283,43 @@ def _stage_params(cfg: MemoryConfig) -> float:
     return (layers + max(first, last)) / cfg.tp
 
 
-def _activations(cfg: MemoryConfig, *, tp: int) -> float:
+def in_flight_layers(cfg: MemoryConfig) -> float:
+    """Layers' worth of activations the first pipeline device holds at its peak (1F1B / interleaved).
+
+    GPipe: all m micro-batches. 1F1B: the first stage holds min(pp, m) micro-batches of its layers; interleaving
+    with v chunks holds
+    (1 + (pp - 1) / (pp v)) times more (Narayanan et al. 2021, sec. 2.2.2).
+    """
+    layers = _busiest_layers(cfg)
+    if cfg.pp == 1:
+        return float(layers)
+    if cfg.schedule == "gpipe":  # all forwards before any backward: every micro-batch is in flight
+        return float(layers * (cfg.micro_batches or cfg.pp))
+    in_flight = cfg.pp if cfg.micro_batches is None else min(cfg.pp, cfg.micro_batches)
+    factor = 1 + (cfg.pp - 1) / (cfg.pp * cfg.virtual_stages) if cfg.virtual_stages > 1 else 1.0
+    return layers * in_flight * factor
+
+
+def _activations(cfg: MemoryConfig, *, tp: int, split: bool = False) -> float:
     """Saved activations of the whole model (training) or one layer's live working set (inference), bytes."""
-    m, s, b = cfg.model, cfg.tokens, cfg.batch
+    m, b = cfg.model, cfg.batch
+    s = cfg.tokens // (cfg.cp if split else 1)
     if cfg.mode == "infer":  # residual stream in and out + the widest MLP intermediate; fused attention
         widest = (2 if m.gated_mlp else 1) * m.ffn_dim
         return cfg.activation_bytes_per_value * s * b * (2 * m.hidden + widest) / tp + 4 * b * m.vocab
-    mlp = (4 if m.gated_mlp else 2) * m.ffn_dim  # GELU: its input + 2nd linear input; SwiGLU: gate, up, silu, down-in
+    per_value = (4 if m.gated_mlp else 2)  # GELU: its input + 2nd linear input; SwiGLU: gate, up, silu, down-in
+    mlp = per_value * (m.top_k * m.expert_ffn_dim * m.capacity_factor if m.is_moe else m.ffn_dim)
+    # fused attention (FlashAttention) keeps no s x s scores: the selective-recompute count without them
+    recompute = "selective" if cfg.attention == "fused" and cfg.recompute == "none" else cfg.recompute
     per_layer = activation_bytes_per_layer(
         seq=s, batch=b, hidden=m.hidden, heads=m.heads, kv_dim=m.kv_dim, mlp_saved_width=mlp,
         bytes_per_value=cfg.activation_bytes_per_value, dropout=cfg.dropout,
-        recompute=cfg.recompute, tp=tp, sequence_parallel=cfg.sequence_parallel)
+        recompute=recompute, tp=tp, sequence_parallel=cfg.sequence_parallel)
     head = (2 * cfg.activation_bytes_per_value * s * b * m.hidden + 4 * s * b * m.vocab) / tp  # norm, logits fp32
-    # 1F1B: the first stage holds pp micro-batches of layers/pp layers, i.e. all L layers' worth.
-    return m.layers * per_layer + head
+    if not split:
+        return m.layers * per_layer + head
+    # 1F1B: the first stage holds pp micro-batches of its layers (about all L layers' worth for even stages).
+    return in_flight_layers(cfg) * per_layer + head
 
 
 def _kv_cache(cfg: MemoryConfig, *, tp: int, pp: int) -> float:
@@ -255,13 +336,18 @@ def _components(cfg: MemoryConfig, *, split: bool) -> dict[str, float]:
     out = {k: v * params for k, v in per_param.items()}
     if split and cfg.mode == "train":
         z, n = cfg.zero, cfg.dp
+        model_grad, main_grad = _grad_split(cfg)
         out["optimizer"] /= n if z >= 1 else 1
         out["master_weights"] /= n if z >= 1 else 1
-        out["gradients"] /= n if z >= 2 else 1
-        out["weights"] /= n if z >= 3 else 1
+        out["gradients"] = params * (model_grad / (n if z >= 2 else 1) + main_grad / (n if z >= 1 else 1))
+        if z >= 3 and not cfg.zero3_keep_gathered:
+            # sharded weights plus the gather buffers of the layers being computed (current + prefetched)
+            m = cfg.model
+            buffer_params = (min(ZERO3_BUFFER_LAYERS, m.layers) * m.layer_params() / cfg.tp) if m else 0.0
+            out["weights"] = out["weights"] / n + per_param["weights"] * buffer_params * (n > 1)
     tp, pp = (cfg.tp, cfg.pp) if split else (1, 1)
     has_arch = cfg.model is not None
-    out["activations"] = _activations(cfg, tp=tp) if has_arch else 0.0
+    out["activations"] = _activations(cfg, tp=tp, split=split) if has_arch else 0.0
     out["kv_cache"] = _kv_cache(cfg, tp=tp, pp=pp) if has_arch and cfg.mode == "infer" else 0.0
     out["overhead"] = cfg.overhead_fraction * sum(out.values()) + cfg.overhead_bytes
     return out
@@ -273,8 +359,13 @@ def _assumptions(cfg: MemoryConfig) -> tuple[str, ...]:
              + (f" computed from the {cfg.model.name} architecture" if cfg.model else " as given") + ".",
              f"Weights in {cfg.precision}: {st['weights']:g} bytes per parameter; GB = 1e9 bytes, GiB = 2^30."]
     if cfg.mode == "train":
+        total = sum(st.values())
+        convention = ("the ZeRO paper's accounting (Rajbhandari et al. 2020): gradients in the weight precision"
+                      if cfg.grad_precision == "param" else
+                      "Megatron-LM's distributed-optimizer accounting: fp32 gradients")
         notes.append(f"Gradients {st['gradients']:g} B/param; {cfg.optimizer} state "
-                     f"{st['optimizer']:g} B/param (fp32); fp32 master copy {st['master_weights']:g} B/param.")
+                     f"{st['optimizer']:g} B/param (fp32); fp32 master copy {st['master_weights']:g} B/param; "
+                     f"{total:g} B/param in all, {convention}.")
     if cfg.model is None:
         notes.append("No architecture given: activations and KV cache are not estimated (0).")
     elif cfg.mode == "train":

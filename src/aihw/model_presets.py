@@ -8,6 +8,7 @@ from these, never typed in; ``published_params`` is kept only so the tests can c
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -32,6 +33,13 @@ class ModelShape:
     norm: str = "layernorm"  # "layernorm" (weight + bias) or "rmsnorm" (weight only)
     learned_positions: bool = True  # a max_seq x hidden position table (GPT-2); False for RoPE
     tied_embeddings: bool = True  # output head shares the token-embedding matrix
+    # Mixture of experts (0 experts: a dense model; the fields below are then ignored). Each layer's MLP is
+    # ``experts`` copies of width ``expert_ffn`` plus a router (hidden x experts); each token goes to ``top_k``
+    # of them; ``capacity_factor`` pads each expert's slot count to capacity x tokens x top_k / experts.
+    experts: int = 0
+    top_k: int = 2
+    expert_ffn: int | None = None  # inner width of one expert; None: ffn
+    capacity_factor: float = 1.0
     source: str = ""  # where the configuration was read (URL)
     published_params: float | None = None  # the count its authors publish, for tests only
     sliding_window: int | None = None  # attention window in tokens (Mistral: 4096); None: full attention
@@ -52,6 +60,19 @@ class ModelShape:
         if self.sliding_window is not None:
             require_positive("sliding_window", self.sliding_window, integer=True)
         require_choice("norm", self.norm, ("layernorm", "rmsnorm"))
+        if isinstance(self.experts, bool) or not isinstance(self.experts, int) or self.experts < 0:
+            raise ValueError(f"experts must be 0 (dense) or a positive integer, got {self.experts!r}")
+        if self.experts:
+            require_positive("top_k", self.top_k, integer=True)
+            if self.top_k > self.experts:
+                raise ValueError(f"top_k={self.top_k} cannot exceed the {self.experts} experts "
+                                 "(each token picks top_k distinct experts)")
+            if self.expert_ffn is not None:
+                require_positive("expert_ffn", self.expert_ffn, integer=True)
+            require_positive("capacity_factor", self.capacity_factor)
+            if self.capacity_factor < 1:
+                raise ValueError(f"capacity_factor must be >= 1 (slots per expert relative to an even share "
+                                 f"of the tokens), got {self.capacity_factor!r}")
 
     @property
     def head_dim(self) -> int:
@@ -75,15 +96,42 @@ class ModelShape:
         """"MHA", "GQA" or "MQA"."""
         return "MHA" if self.n_kv_heads == self.heads else ("MQA" if self.n_kv_heads == 1 else "GQA")
 
-    def layer_params(self) -> int:
-        """Parameters of one transformer block: attention, MLP and its two norms."""
-        h, kv, f = self.hidden, self.kv_dim, self.ffn_dim
-        attention = h * h + 2 * h * kv + h * h  # W_q, W_k, W_v, W_o
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 0
+
+    @property
+    def expert_ffn_dim(self) -> int:
+        return self.ffn_dim if self.expert_ffn is None else self.expert_ffn
+
+    def attention_params(self) -> int:
+        """W_q, W_k, W_v, W_o (and their biases) of one block."""
+        h, kv = self.hidden, self.kv_dim
+        return 2 * h * h + 2 * h * kv + ((2 * h + 2 * kv) if self.biases else 0)
+
+    def mlp_params(self, width: int | None = None) -> int:
+        """One (dense) MLP of inner width ``width`` (default: ffn)."""
+        h, f = self.hidden, self.ffn_dim if width is None else width
         mlp = (3 if self.gated_mlp else 2) * h * f
-        if self.biases:
-            attention += h + 2 * kv + h
-            mlp += (2 * f if self.gated_mlp else f) + h
-        return attention + mlp + 2 * self._norm_params()
+        return mlp + (((2 * f if self.gated_mlp else f) + h) if self.biases else 0)
+
+    def moe_params(self) -> int:
+        """All experts of one MoE block plus its router (0 for a dense model)."""
+        if not self.is_moe:
+            return 0
+        return self.experts * self.mlp_params(self.expert_ffn_dim) + self.hidden * self.experts
+
+    def layer_params(self) -> int:
+        """Parameters of one transformer block: attention, MLP (or all experts + router) and its two norms."""
+        mlp = self.moe_params() if self.is_moe else self.mlp_params()
+        return self.attention_params() + mlp + 2 * self._norm_params()
+
+    def active_layer_params(self) -> int:
+        """Parameters one token uses in a block: attention, ``top_k`` experts and the router (MoE)."""
+        if not self.is_moe:
+            return self.layer_params()
+        return (self.attention_params() + self.top_k * self.mlp_params(self.expert_ffn_dim)
+                + self.hidden * self.experts + 2 * self._norm_params())
 
     def embedding_params(self) -> int:
         """Token (and learned position) embeddings."""
@@ -133,14 +181,12 @@ PRESETS: dict[str, ModelShape] = {
         _llama("llama-3-70b", 8192, 80, 64, 8, 28672, 128256, 8192, "meta-llama/Meta-Llama-3-70B", 70.6e9),
         _llama("mistral-7b", 4096, 32, 32, 8, 14336, 32000, 8192, "mistralai/Mistral-7B-v0.1", 7.24e9,
                sliding_window=4096),
+        # Mixtral 8x7B: Mistral-7B's attention, 8 SwiGLU experts of width 14336 per layer, top-2 routing.
+        dataclasses.replace(_llama("mixtral-8x7b", 4096, 32, 32, 8, 14336, 32000, 32768,
+                                   "mistralai/Mixtral-8x7B-v0.1", 46.7e9), experts=8, top_k=2),
     )
 }
 
-# The paper (or model card) each family's published parameter count comes from; keys of references.bib.
-PRESET_PAPERS: dict[str, str] = {
-    "gpt2": "memory_radford2019", "llama-2": "memory_touvron2023", "llama-3": "memory_dubey2024",
-    "mistral": "memory_jiang2023",
-}
 
 
 def get_preset(name: str) -> ModelShape:
@@ -169,6 +215,11 @@ def list_presets() -> list[str]:
 #     norm = "rmsnorm"
 #     learned_positions = false
 #     tied_embeddings = false
+#     # mixture of experts (optional; leave out for a dense model)
+#     experts = 8
+#     top_k = 2
+#     expert_ffn = 14336
+#     capacity_factor = 1.25
 #
 # Accepted wherever a preset name is (the CLI's --model, the memory estimator, the planner, the serving model).
 
@@ -202,6 +253,8 @@ def load_model_file(path: str | Path) -> ModelShape:
             raise ValueError(f"model file {str(p)!r}: {key} must be true or false, got {value!r}")
         if "int" in str(want) and (isinstance(value, bool) or not isinstance(value, int)):
             raise ValueError(f"model file {str(p)!r}: {key} must be a whole number, got {value!r}")
+        if want in ("float", float) and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise ValueError(f"model file {str(p)!r}: {key} must be a number, got {value!r}")
         if want in ("str", str) and not isinstance(value, str):
             raise ValueError(f"model file {str(p)!r}: {key} must be a string, got {value!r}")
     data.setdefault("name", p.stem)

@@ -30,7 +30,7 @@ from typing import Literal, get_args
 import numpy as np
 
 from aihw._validate import require_choice, require_positive
-from aihw.precision import FORMATS
+from aihw.precision import get_format
 
 Special = Literal["ieee", "fn", "finite", "e8m0", "int"]
 Overflow = Literal["format", "saturate", "raise"]
@@ -531,8 +531,11 @@ def compare_block_formats(x: np.ndarray, formats: tuple[str, ...] = ("per_tensor
 def format_summary(fmt: str | ElementFormat) -> dict[str, object]:
     """Range and precision of ``fmt`` computed from its codes (the registry in aihw.precision agrees: tested)."""
     f = element_format(fmt)
-    reg = FORMATS.get(f.name)
+    try:
+        description = get_format(f.name).description
+    except ValueError:  # e8m0: a scale format, not in the registry
+        description = ""
     return {"format": f.name, "bits": f.bits, "exponent_bits": f.exponent_bits, "mantissa_bits": f.mantissa_bits,
             "max": max_value(f), "min_normal": min_normal(f), "min_subnormal": min_subnormal(f),
             "epsilon": (2.0**-f.mantissa_bits if f.special not in ("int", "e8m0") else 1.0),
-            "overflow": f.overflow_rule, "description": reg.description if reg else ""}
+            "overflow": f.overflow_rule, "description": description}

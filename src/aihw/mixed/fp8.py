@@ -111,7 +111,7 @@ class TensorScaler:
 
 class _Fp8Matmul(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, w, b, sx, sw, sg):  # type: ignore[override]
+    def forward(ctx, x, w, b, sx, sw, sg):
         xq, wq = sx.quantize(x), sw.quantize(w)
         ctx.save_for_backward(xq, wq)
         ctx.sg, ctx.has_bias = sg, b is not None
@@ -119,7 +119,7 @@ class _Fp8Matmul(torch.autograd.Function):
         return y + b if b is not None else y
 
     @staticmethod
-    def backward(ctx, gy):  # type: ignore[override]
+    def backward(ctx, gy):
         xq, wq = ctx.saved_tensors
         gq = ctx.sg.quantize(gy)
         gx = gq @ wq

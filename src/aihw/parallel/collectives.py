@@ -27,16 +27,28 @@ from aihw._validate import require_choice
 MIN_PIECE_BYTES = 256 * 1024  # the ring pipelines a chunk in pieces no smaller than this
 
 
+def _isend(tensor: torch.Tensor, dst: int) -> dist.Work:
+    work = dist.isend(tensor, dst)
+    assert work is not None  # point-to-point calls always return a handle
+    return work
+
+
+def _irecv(tensor: torch.Tensor, src: int) -> dist.Work:
+    work = dist.irecv(tensor, src)
+    assert work is not None
+    return work
+
+
 def _exchange(send: torch.Tensor, dst: int, recv: torch.Tensor, src: int) -> None:
     """Send ``send`` to ``dst`` while receiving ``recv`` from ``src`` (both non-blocking, then wait).
 
     An empty tensor is neither sent nor received: the peer knows the size too and skips it as well.
     """
-    requests = []
+    requests: list[dist.Work] = []
     if recv.numel():  # receive posted first: the incoming bytes can land in place when they arrive
-        requests.append(dist.irecv(recv, src))
+        requests.append(_irecv(recv, src))
     if send.numel():
-        requests.append(dist.isend(send, dst))
+        requests.append(_isend(send, dst))
     for request in requests:
         request.wait()
 
@@ -92,13 +104,13 @@ def _ring_phase(flat: torch.Tensor, send_chunk: Callable[[int], int], *, reduce:
         count = max(1, min(segments, (end - start) * flat.element_size() // MIN_PIECE_BYTES))
         return [(start + a, start + b) for a, b in chunk_bounds(end - start, count) if b > a]
 
-    def post_receives(step: int) -> list:  # into the spare buffer: the other one is still being added
+    def post_receives(step: int) -> list[dist.Work]:  # into the spare buffer: the other one is still being added
         start = bounds[send_chunk(step + 1)][0]
-        return [dist.irecv(buffers[step % 2][a - start:b - start] if reduce else flat[a:b], left)
+        return [_irecv(buffers[step % 2][a - start:b - start] if reduce else flat[a:b], left)
                 for a, b in pieces(send_chunk(step + 1))]
 
     receives = post_receives(0)  # posted before sending: incoming pieces land in place
-    sends = [dist.isend(flat[a:b], right) for a, b in pieces(send_chunk(0))]
+    sends = [_isend(flat[a:b], right) for a, b in pieces(send_chunk(0))]
     for step in range(p - 1):
         upcoming = post_receives(step + 1) if step + 2 < p else []
         start = bounds[send_chunk(step + 1)][0]
@@ -107,7 +119,7 @@ def _ring_phase(flat: torch.Tensor, send_chunk: Callable[[int], int], *, reduce:
             if reduce:
                 flat[a:b].add_(buffers[step % 2][a - start:b - start])
             if step + 2 < p:  # forward this piece at once: it is what the next step sends
-                sends.append(dist.isend(flat[a:b], right))
+                sends.append(_isend(flat[a:b], right))
         receives = upcoming
     for request in sends:
         request.wait()
@@ -255,4 +267,121 @@ def compare_with_builtin(ctx, numels: tuple[int, ...] = (1, 2, 3, 7, 64, 1001),
                              "max_abs_diff": float((got.double() - expected.double()).abs().max()),
                              "scale": float(expected.double().abs().max()),
                              "same_on_all_ranks": all(torch.equal(g, gathered[0]) for g in gathered)})
+    return rows
+
+
+# --- all-gather, reduce-scatter and all-to-all from send/recv -------------------------------------------------
+
+def p2p_all_gather(tensor: torch.Tensor) -> torch.Tensor:
+    """``dist.all_gather_into_tensor`` from send/recv: every rank's ``tensor`` stacked in rank order.
+
+    Ring: p - 1 steps, each passing the block received last step to the right; each rank sends (p-1)/p of the
+    output, the bandwidth lower bound.
+    """
+    rank, p = dist.get_rank(), dist.get_world_size()
+    out = torch.empty((p * tensor.numel(),), dtype=tensor.dtype, device=tensor.device)
+    out[rank * tensor.numel():(rank + 1) * tensor.numel()] = tensor.reshape(-1)
+    ring_all_gather(out, owned_offset=0, segments=1)
+    return out.view((p,) + tuple(tensor.shape))
+
+
+def p2p_reduce_scatter(tensor: torch.Tensor) -> torch.Tensor:
+    """``dist.reduce_scatter_tensor`` (SUM) from send/recv: rank r gets the sum over ranks of block r.
+
+    ``tensor`` holds p equal blocks along its first dimension. Ring: p - 1 steps of one block each.
+    """
+    p = dist.get_world_size()
+    if tensor.shape[0] % p:
+        raise ValueError(f"the first dimension ({tensor.shape[0]}) must split into {p} equal blocks")
+    flat = tensor.detach().clone().reshape(-1)
+    # the ring leaves chunk (r + 1) % p summed on rank r: rotate the blocks so that chunk is block r
+    blocks = list(flat.chunk(p))
+    rotated = torch.cat(blocks[-1:] + blocks[:-1])
+    start, end = ring_reduce_scatter(rotated, segments=1)
+    return rotated[start:end].view((tensor.shape[0] // p,) + tuple(tensor.shape[1:]))
+
+
+def p2p_all_to_all(inputs: list[torch.Tensor], *, recv_sizes: list[int] | None = None) -> list[torch.Tensor]:
+    """``dist.all_to_all`` from send/recv: ``inputs[j]`` goes to rank j; returns what each rank sent here.
+
+    Pairwise exchange: at step i (1..p-1) rank r sends to r + i and receives from r - i (mod p), so every link
+    carries one message per step; each rank sends (p-1)/p of its data. ``recv_sizes``: rows expected from each
+    rank (default: the same shape as ``inputs[src]``, i.e. equal splits).
+    """
+    rank, p = dist.get_rank(), dist.get_world_size()
+    if len(inputs) != p:
+        raise ValueError(f"all-to-all needs one input per rank ({p}), got {len(inputs)}")
+    out: list[torch.Tensor] = [torch.empty(0)] * p
+    for src in range(p):
+        rows = inputs[src].shape[0] if recv_sizes is None else recv_sizes[src]
+        out[src] = torch.empty((rows,) + tuple(inputs[rank].shape[1:]), dtype=inputs[rank].dtype,
+                               device=inputs[rank].device)
+    out[rank] = inputs[rank].clone()
+    for step in range(1, p):
+        dst, src = (rank + step) % p, (rank - step) % p
+        _exchange(inputs[dst].contiguous(), dst, out[src], src)
+    return out
+
+
+def compare_more_with_builtin(ctx, numels: tuple[int, ...] = (1, 5, 64, 1000), seed: int = 0) -> list[dict]:
+    """Worker: the send/recv all-gather, reduce-scatter and all-to-all next to torch.distributed's."""
+    rows, p = [], ctx.world_size
+    for numel in numels:
+        gen = torch.Generator().manual_seed(seed * 7919 + numel * 31 + ctx.rank)
+        data = (torch.randn(p * numel, generator=gen) * 100).round()
+        got = p2p_all_gather(data[:numel])
+        ref = torch.empty(p * numel)
+        _all_gather_single(ref, data[:numel].contiguous())
+        rows.append({"collective": "all_gather", "numel": numel, "exact": bool(torch.equal(got.reshape(-1), ref))})
+        got = p2p_reduce_scatter(data)
+        ref = torch.empty(numel)
+        dist.reduce_scatter_tensor(ref, data.clone()) if ctx.backend != "gloo" else _gloo_reduce_scatter(ref, data)
+        rows.append({"collective": "reduce_scatter", "numel": numel, "exact": bool(torch.equal(got, ref))})
+        got = torch.cat(p2p_all_to_all(list(data.chunk(p))))
+        ref = torch.empty_like(data)
+        dist.all_to_all_single(ref, data)
+        rows.append({"collective": "all_to_all", "numel": numel, "exact": bool(torch.equal(got, ref))})
+    return rows
+
+
+def _all_gather_single(out: torch.Tensor, tensor: torch.Tensor) -> None:
+    """torch.distributed's all-gather into one tensor (named all_gather_single in newer releases)."""
+    fn = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+    fn(out, tensor)
+
+
+def _gloo_reduce_scatter(out: torch.Tensor, data: torch.Tensor) -> None:
+    """gloo has no reduce_scatter_tensor: all-reduce then keep this rank's block (the reference result)."""
+    full = data.clone()
+    dist.all_reduce(full)
+    out.copy_(full.chunk(dist.get_world_size())[dist.get_rank()])
+
+
+def time_collectives(ctx, size_bytes: int = 1 << 20, repeats: int = 5) -> list[dict]:
+    """Worker: median seconds of each send/recv collective and its torch.distributed counterpart (float32)."""
+    import time
+
+    p, n = ctx.world_size, size_bytes // 4
+    n -= n % p
+    data = torch.randn(n)
+    cases = {
+        "all_gather": (lambda: p2p_all_gather(data[:n // p]),
+                       lambda: _all_gather_single(torch.empty(n), data[:n // p].contiguous())),
+        "reduce_scatter": (lambda: p2p_reduce_scatter(data), lambda: _gloo_reduce_scatter(torch.empty(n // p), data)
+                           if ctx.backend == "gloo" else dist.reduce_scatter_tensor(torch.empty(n // p), data)),
+        "all_to_all": (lambda: p2p_all_to_all(list(data.chunk(p))),
+                       lambda: dist.all_to_all_single(torch.empty_like(data), data)),
+    }
+    rows = []
+    for name, (ours, theirs) in cases.items():
+        for label, fn in (("send/recv", ours), ("torch.distributed", theirs)):
+            samples = []
+            for _ in range(repeats + 1):
+                dist.barrier()
+                t0 = time.perf_counter()
+                fn()
+                samples.append(time.perf_counter() - t0)
+            samples = sorted(samples[1:])
+            rows.append({"collective": name, "implementation": label, "bytes": n * 4, "ranks": p,
+                         "median_s": samples[len(samples) // 2], "min_s": samples[0], "max_s": samples[-1]})
     return rows

@@ -6,6 +6,7 @@ Axes in, figure out: every function draws on ``ax`` (a new figure when ``ax`` is
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterable, Sequence
 
 import matplotlib.pyplot as plt
@@ -14,7 +15,13 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from aihw.catalogue.hardware import Chip, get_chip
-from aihw.roofline import OpEstimate, attainable_flops, ridge_point
+from aihw.roofline import (
+    OpEstimate,
+    attainable_flops,
+    min_square_matmul_for_compute_bound,
+    ridge_point,
+    square_matmul_intensity,
+)
 from aihw.simt import ACCESS_FIELDS, AccessCounts
 from aihw.systolic import SystolicResult, SystolicTrace
 
@@ -78,8 +85,6 @@ def plot_attainable_vs_size(chip: str | Chip, sizes: Sequence[int], dtypes: Sequ
     (half the bytes doubles the intensity just as twice the peak doubles the ridge), and one line would hide
     the other.
     """
-    from aihw.roofline import min_square_matmul_for_compute_bound, square_matmul_intensity
-
     chip = get_chip(chip) if isinstance(chip, str) else chip
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(7, 4))
     styles = ("-", "--", ":", "-.")
@@ -136,8 +141,6 @@ class RooflinePlot:
         self.ax.set_title(f"Roofline, {dtype}")
 
     def png(self) -> bytes:
-        import io
-
         buffer = io.BytesIO()
         self.fig.savefig(buffer, format="png", pil_kwargs={"compress_level": 1})
         return buffer.getvalue()
@@ -151,6 +154,7 @@ _LABELS = {
     "offchip_reads": "off-chip\nreads",
     "offchip_writes": "off-chip\nwrites",
     "pe_register_transfers": "PE-to-PE\nlatches",
+    "tensor_memory_accesses": "tensor\nmemory",
 }
 
 
@@ -171,7 +175,7 @@ def plot_utilisation(result: SystolicResult, ax: Axes | None = None) -> Figure:
     ax.set_ylim(0, 1.05)
     ax.set_title(f"{cfg.size}x{cfg.size} array, {cfg.dataflow}: C {result.C.shape[0]}x{result.C.shape[1]}")
     ax.legend(loc="upper right", fontsize="small")
-    return ax.figure
+    return _figure_of(ax)
 
 
 def plot_access_counts(systolic_counts: AccessCounts, simt_counts: AccessCounts,
@@ -193,7 +197,7 @@ def plot_access_counts(systolic_counts: AccessCounts, simt_counts: AccessCounts,
     ax.set_xticks(x, [_LABELS[name] for name in ACCESS_FIELDS], fontsize="small")
     ax.set_ylabel("element accesses per MAC")
     ax.legend(fontsize="small")
-    return ax.figure
+    return _figure_of(ax)
 
 
 def plot_trace_step(trace: SystolicTrace, cycle: int, ax: Axes | None = None) -> Figure:
@@ -219,7 +223,14 @@ def plot_trace_step(trace: SystolicTrace, cycle: int, ax: Axes | None = None) ->
     fired = int(trace.fire[cycle].sum())
     ax.set_title(f"cycle {cycle} ({trace.phase[cycle]}, tile at {tuple(int(v) for v in trace.tile[cycle])}): "
                  f"{fired}/{size * size} PEs fire", fontsize="small")
-    return ax.figure
+    return _figure_of(ax)
+
+
+def _figure_of(ax: Axes) -> Figure:
+    """The top-level figure an axes is drawn on."""
+    fig = ax.get_figure(root=True)
+    assert isinstance(fig, Figure)
+    return fig
 
 
 def _fmt_value(v: complex) -> str:
@@ -228,4 +239,5 @@ def _fmt_value(v: complex) -> str:
         return "."
     if np.iscomplexobj(v):
         return f"{v:.2g}"
-    return f"{v:.0f}" if float(v).is_integer() else f"{v:.3g}"
+    x = float(v.real)
+    return f"{x:.0f}" if x.is_integer() else f"{x:.3g}"

@@ -91,10 +91,11 @@ def plot_bubble_vs_m(p_values: Sequence[int], m_max: int, *, measured: dict | No
 
 
 def plot_layout_times(layouts: Sequence, *, top: int = 6, ax=None):
-    """Stacked step-time terms (compute, bubble, TP/PP/DP communication) of the ``top`` planner layouts."""
+    """Stacked step-time terms (compute, bubble, exposed communication, overhead) of the ``top`` planner layouts."""
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(8, 0.5 + 0.45 * min(top, len(layouts))))
     shown = list(layouts)[:top]
-    terms = ("compute", "bubble", "tp_comm", "pp_comm", "dp_comm")
+    terms = [t for t in ("compute", "bubble", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm", "overhead")
+             if any(x.times.get(t, 0) for x in shown)]
     left = np.zeros(len(shown))
     for i, term in enumerate(terms):
         values = np.array([x.times[term] for x in shown])

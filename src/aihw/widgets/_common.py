@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import io
 
 import ipywidgets as W
 import matplotlib.pyplot as plt
@@ -38,8 +39,6 @@ def show_figure(out: W.Output, fig) -> None:
 
 def figure_png(fig, *, dpi: int = 110) -> bytes:
     """Render ``fig`` to PNG bytes (for a ``W.Image``) and close it: cheaper than displaying in an Output."""
-    import io
-
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi)
     plt.close(fig)

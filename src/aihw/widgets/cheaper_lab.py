@@ -10,6 +10,7 @@ accuracy-size-latency chart. The work is done by plain functions (``quantization
 from __future__ import annotations
 
 import html
+from typing import Literal, get_args
 
 import ipywidgets as W
 import matplotlib.pyplot as plt
@@ -28,14 +29,18 @@ from aihw.plots.cheaper import (
 )
 from aihw.widgets._common import error_box, guarded_run, run_button, show_error, show_figure
 
-GRANULARITIES = ("per-tensor", "per-channel", "per-group")
+GranularityName = Literal["per-tensor", "per-channel", "per-group"]
+GRANULARITIES: tuple[str, ...] = get_args(GranularityName)
 
 
 def make_scheme(dtype: str, granularity: str, *, group_size: int = 32, symmetric: bool = True) -> QuantScheme:
     """A :class:`QuantScheme` from the widget's plain choices (ValueError on bad ones)."""
     require_choice("granularity", granularity, GRANULARITIES)
-    gran = {"per-tensor": PerTensor, "per-channel": lambda: PerChannel(0),
-            "per-group": lambda: PerGroup(group_size)}[granularity]()
+    gran: PerTensor | PerChannel | PerGroup = PerTensor()
+    if granularity == "per-channel":
+        gran = PerChannel(0)
+    elif granularity == "per-group":
+        gran = PerGroup(group_size)
     return QuantScheme(dtype, gran, symmetric)
 
 

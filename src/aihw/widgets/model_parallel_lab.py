@@ -46,18 +46,20 @@ def run_view(p: int = 2, m: int = 4, schedule: str = "1f1b", *, width: int = 64,
 
 
 def plan_view(model: str = "llama-2-13b", chip: str = "H100 SXM", chips_per_node: int = 8, nodes: int = 4,
-              network: str = "InfiniBand NDR", global_batch: int = 512, seq: int = 4096, mfu: float = 0.4,
-              top: int = 5) -> tuple[planner.Plan, str]:
+              network: str = "InfiniBand NDR", global_batch: int = 512, seq: int = 4096,
+              gemm_fraction: float | None = None, top: int = 5) -> tuple[planner.Plan, str]:
     """Plan and an HTML table of the ``top`` layouts, the explanation and the assumptions."""
     cfg = planner.PlanConfig(model=model, cluster=planner.Cluster(chip=chip, chips_per_node=chips_per_node,
                                                                   nodes=nodes, network=network),
-                             global_batch=global_batch, seq=seq, mfu=mfu)
+                             global_batch=global_batch, seq=seq,
+                             efficiency=planner.Efficiency(gemm_fraction=gemm_fraction or None))
     result = planner.plan(cfg)
-    cols = ("layout", "GB/chip", "step s", "compute", "bubble", "TP comm", "PP comm", "DP comm", "MFU")
+    terms = ("compute", "bubble", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm", "overhead")
+    cols = ("layout", "GB/chip", "step s", *(t.replace("_", " ") for t in terms), "MFU")
     rows = "".join(
         "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in (
-            x.label, f"{x.memory_bytes / 1e9:.1f}", f"{x.step_s:.3g}", *(f"{t:.3g}" for t in x.times.values()),
-            f"{x.mfu_achieved:.0%}")) + "</tr>" for x in result.ranked[:top])
+            x.label, f"{x.memory_bytes / 1e9:.1f}", f"{x.step_s:.3g}", *(f"{x.breakdown[t]:.3g}" for t in terms),
+            f"{x.mfu:.0%}")) + "</tr>" for x in result.ranked[:top])
     table = "<table><tr>" + "".join(f"<th>{c}</th>" for c in cols) + f"</tr>{rows}</table>"
     notes = "".join(f"<li>{html.escape(s)}</li>" for s in planner.explain(result))
     assumptions = "".join(f"<li>{html.escape(a)}</li>" for a in result.assumptions)
@@ -112,7 +114,7 @@ def pipeline_panel(p: int = 2, m: int = 4, schedule: str = "1f1b") -> W.VBox:
 
 
 def planner_widget(model: str = "llama-2-13b", chip: str = "H100 SXM") -> W.VBox:
-    """Model, cluster, batch and MFU in; the ranked layouts and why the best one wins out (live)."""
+    """Model, cluster, batch and matmul efficiency in; the ranked layouts and why the best one wins out (live)."""
     style = {"description_width": "120px"}
     controls = {
         "model": W.Dropdown(options=list_presets(), value=model, description="model", style=style),
@@ -124,7 +126,8 @@ def planner_widget(model: str = "llama-2-13b", chip: str = "H100 SXM") -> W.VBox
                               description="network", style=style),
         "global_batch": W.BoundedIntText(value=512, min=1, max=1 << 20, description="global batch", style=style),
         "seq": W.BoundedIntText(value=4096, min=1, max=1 << 20, description="sequence", style=style),
-        "mfu": W.FloatSlider(value=0.4, min=0.0, max=1.0, step=0.05, description="MFU", style=style),
+        "gemm_fraction": W.FloatSlider(value=0.0, min=0.0, max=1.0, step=0.05,
+                                       description="matmul fraction (0: chip's)", style=style),
     }
     err, table = error_box(), W.HTML()
 
