@@ -43,8 +43,12 @@ test-unit: setup browser-deps
 test-labs: setup
 	$(BIN)/python -m pytest --nbval-lax --nbval-cell-timeout=300 labs -q -p no:cacheprovider
 
+# ruff; the layer contract (import-linter, [tool.importlinter] in pyproject.toml); types (mypy, [tool.mypy]);
+# labs' .ipynb in step with their text sources.
 lint: setup
 	$(BIN)/ruff check src tests bench labs scripts
+	$(BIN)/lint-imports
+	$(BIN)/mypy
 	$(BIN)/python scripts/labs.py check
 
 # Rewrite every labs/*.ipynb from its text source labs/*.py (jupytext py:percent), outputs stripped.

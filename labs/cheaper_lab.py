@@ -49,9 +49,12 @@ model, data = digits.trained_mlp(digits.TrainConfig(hidden=(256, 256)))
 fp32_acc = digits.accuracy(model, data.x_test, data.y_test)
 print(f"aihw {aihw.__version__}, torch {torch.__version__}\n{model}\ntest accuracy {fp32_acc:.1%}")
 assert fp32_acc > 0.95
+from aihw.plots.style import setup_book
+
+setup_book()  # the book's figure style: column width, legible text, SVG
 
 # %% [markdown]
-# ## 1. Quantize: predict the error, then measure it
+# ## Quantize: predict the error, then measure it
 #
 # **Prediction.** Rounding to a grid of step $s$ moves every value by at most $s/2$. For a symmetric int8
 # per-channel scheme, $s = \max|w_{\text{row}}| / 127.5$. The cell checks that bound on the first layer, then
@@ -76,7 +79,7 @@ print(summary["scheme"], f"accuracy {summary['accuracy']:.1%}, "
       f"{summary['fp32_size_bytes'] / summary['size_bytes']:.1f}x smaller than fp32")
 
 # %% [markdown]
-# ## 2. Measure: real INT8 against fp32
+# ## Measure: real INT8 against fp32
 #
 # Simulated rounding tells you the accuracy, not the speed. Dynamic INT8 (PyTorch's `torch.ao` kernels) really
 # multiplies in int8. **Predict** before you run: will INT8 be faster for one image at a time? For a batch of 256?
@@ -123,7 +126,7 @@ assert [r["name"] for r in low] == list(quantize_model.LOW_PRECISION_ROWS)
 assert all(r.get("kernel_error", 0) < 1e-2 for r in low)  # each kernel computes what its format stands for
 
 # %% [markdown]
-# ## 3. Prune: zeros against structure
+# ## Prune: zeros against structure
 #
 # Open the **Prune** tab above: choose a sparsity, a structure (unstructured zeros, 2:4, or whole neurons) and a
 # few epochs of fine-tuning, then press the button. Compare the *measured* latency with the FLOP count printed on
@@ -145,7 +148,7 @@ assert prune.sparsity(variants["90% zeros"]) >= 0.9 - 1e-6 and flops["90% zeros"
 assert times["−75% neurons"] < times["dense"]
 
 # %% [markdown]
-# ## 4. Distil: does the teacher help?
+# ## Distil: does the teacher help?
 #
 # The **Distil** tab trains a student twice, once from the teacher's softened outputs and once from the labels
 # alone, with the same initialisation. Try a temperature of 1 and of 8, with all the data and with 10% of it.
@@ -161,7 +164,7 @@ plt.show()
 assert all(0.5 < a <= 1 for a in accs.values())
 
 # %% [markdown]
-# ## 5. Exercises
+# ## Exercises
 #
 # Replace `None` with your number and run the cell. The expected values come from the same functions the widgets
 # use.

@@ -46,9 +46,12 @@ from aihw.plots.data_parallel import plot_cluster_estimates, plot_loss_curves, p
 from aihw.widgets import data_parallel_lab
 
 print(f"aihw {aihw.__version__}, torch {torch.__version__}, {os.cpu_count()} CPU cores")
+from aihw.plots.style import setup_book
+
+setup_book()  # the book's figure style: column width, legible text, SVG
 
 # %% [markdown]
-# ## 1. Predict: naive vs ring
+# ## Predict: naive vs ring
 #
 # In the alpha-beta model a message of $n$ bytes costs $\alpha + n/B$. The naive all-reduce (everything to rank 0
 # and back) pushes $2(p-1)\,n$ bytes through rank 0's link; the ring pushes $2\frac{p-1}{p}\,n$ through every
@@ -64,7 +67,7 @@ assert cc.all_reduce_time(2**22, 4, link=guess, algorithm="ring") < cc.all_reduc
                                                                                          algorithm="naive")
 
 # %% [markdown]
-# ## 2. Measure: all-reduce on your machine
+# ## Measure: all-reduce on your machine
 #
 # The panel starts worker processes (gloo backend), times each algorithm for message sizes up to the one you pick,
 # fits α and B per algorithm, and draws measurement (solid) against model (dashed). The cell also runs one
@@ -99,7 +102,7 @@ assert fits and all(link.bandwidth_bytes_per_s > 0 and link.alpha_s >= 0 for lin
 # predicts for 2 ranks? How does your ring compare with the built-in all-reduce? For small messages, which term
 # of the model dominates?
 #
-# ## 3. Train with several workers
+# ## Train with several workers
 #
 # Each worker takes its own slice of every batch of handwritten digits; after backward the workers average their
 # gradients (`naive`: one all-reduce per tensor; `bucketed`: buckets sent while backward is still running; `ddp`:
@@ -139,7 +142,7 @@ else:
     print("skipped: no CUDA GPU here, so the ranks above computed on the CPU")
 
 # %% [markdown]
-# ## 4. Extrapolate: gradients of a real model on a real cluster
+# ## Extrapolate: gradients of a real model on a real cluster
 #
 # Bandwidths come from the course's catalogues (NVLink and ICI per chip and direction; InfiniBand and Ethernet per
 # GPU port). Change the model size, the network or the number of nodes: the table and the chart update at once.
@@ -154,7 +157,7 @@ one_node, hierarchical, flat, tpu = estimates
 assert one_node.time_s < hierarchical.time_s < flat.time_s
 
 # %% [markdown]
-# ## 5. Exercises
+# ## Exercises
 #
 # Replace `None` with your number and run the cell. The expected values come from the package's calculators.
 #

@@ -38,10 +38,13 @@ from aihw import roofline, simt, systolic
 from aihw.catalogue import hardware
 from aihw.exercises import check, compare_prediction, reveal
 from aihw.plots.gpus_vs_tpus import plot_roofline
+from aihw.plots.style import setup_book
 from aihw.widgets import gpus_vs_tpus_lab
 
+setup_book()  # the book's figure style: column width, legible text, SVG
+
 # %% [markdown]
-# ## 1. Predict: where does a matmul sit on the roofline?
+# ## Predict: where does a matmul sit on the roofline?
 #
 # The roofline says a kernel of arithmetic intensity $I$ (FLOP per byte of off-chip traffic) reaches at most
 # $\min(P, I\,\beta)$ FLOP/s. Choose chips, a precision and a shape $M\times K$ times $K\times N$; the table
@@ -62,7 +65,7 @@ assert big.bound == "compute" and decode.bound == "memory"
 assert decode.time_s > decode.flops / decode.peak_flops  # memory time dominates
 
 # %% [markdown]
-# ## 2. Look inside: a systolic array, cycle by cycle
+# ## Look inside: a systolic array, cycle by cycle
 #
 # In a **weight-stationary** array (the TPU's choice) a tile of $B$ is loaded into the cells, rows of $A$ stream in
 # from the left one cycle apart, and partial sums flow down. In an **output-stationary** array each cell keeps one
@@ -105,7 +108,7 @@ print(f"register-file accesses per MAC: {per_mac}; systolic PE-to-PE hops per MA
 assert per_mac["SIMT"] > 2 and per_mac["systolic"] < per_mac["SIMT"] / 10
 
 # %% [markdown]
-# ## 3. Measure: put your own machine on the roofline
+# ## Measure: put your own machine on the roofline
 #
 # The button times matrix multiplies of growing size and a large memory copy. On a GPU runtime it measures the
 # GPU; on a laptop, the CPU. The cell below also runs a short measurement directly so the figure exists without
@@ -137,7 +140,7 @@ for p in mine.matmul:
 assert mine.best_bandwidth() > 0 and mine.best_flops("fp32") > 0
 
 # %% [markdown]
-# ## 4. Exercises
+# ## Exercises
 #
 # Replace `None` with your number and run the cell. The expected values come from the same calculators the
 # widgets use.

@@ -39,14 +39,18 @@ from aihw.exercises import check, compare_prediction, reveal
 from aihw.measure.memory import MeasureConfig, compare, predict
 from aihw.memory import GB, MemoryConfig, estimate_memory
 from aihw.memory_fit import devices_needed
+from aihw.model_presets import get_preset
 from aihw.models.tinygpt import TinyGPTConfig
 from aihw.plots.memory import plot_predicted_vs_measured
 from aihw.widgets import memory_lab
 
 torch.set_num_threads(2)
+from aihw.plots.style import setup_book
+
+setup_book()  # the book's figure style: column width, legible text, SVG
 
 # %% [markdown]
-# ## 1. Predict
+# ## Predict
 #
 # A TinyGPT of width 128, 3 layers, 8 heads, 128 tokens, batch 4, trained in fp32 with AdamW. The estimator counts
 # weights, gradients and AdamW's two moments from the parameter count, and the saved activations with the
@@ -61,7 +65,7 @@ my_largest_component = None  # "weights", "gradients", "optimizer" or "activatio
 {k: f"{v / 1e6:.3f} MB" for k, v in prediction.items()}
 
 # %% [markdown]
-# ## 2. Measure, and 3. compare
+# ## Measure and compare
 #
 # `compare` runs real training steps: it sums the bytes of the parameter, gradient and optimizer tensors, counts
 # every tensor autograd saves for backward (each storage once) and reads the peak from the allocator (CUDA) or the
@@ -131,7 +135,7 @@ print(f"textbook bf16 activations {textbook['activations'] / 1e6:.3f} MB; autoca
 assert mixed_rows["activations"]["measured"] > textbook["activations"]
 
 # %% [markdown]
-# ## 4. Does it fit? The widget
+# ## Does it fit? The widget
 #
 # Pick a preset or raw dims, precision, optimizer, batch, sequence, recomputation, ZeRO stage, DP/TP/PP degrees and
 # a chip. The bars update live. **Measure it** switches the controls to the *custom* dims on one device in fp32
@@ -145,7 +149,7 @@ memory_lab.memory_explorer()
 
 # %%
 view = memory_lab.memory_view(model="llama-2-7b", precision="bf16", optimizer="adamw", batch=1, seq=1024)
-print(view["verdict"].replace("<b>", "").replace("</b>", ""))
+print(view["verdict_text"])
 fig = memory_lab.draw(view)
 plt.show()
 
@@ -158,7 +162,7 @@ fig = memory_lab.draw(memory_lab.memory_view(**custom), measured)
 plt.show()
 
 # %% [markdown]
-# ## 5. Exercises
+# ## Exercises
 #
 # Replace each `None` with your number (work it out by hand first, then check with the estimator).
 #
@@ -183,7 +187,7 @@ answer4 = None  # "weights" or "kv cache"
 e7 = estimate_memory("llama-2-7b", precision="bf16", optimizer="adamw")
 expected1 = sum(e7.total[k] for k in ("weights", "gradients", "optimizer", "master_weights")) / GB
 expected2 = estimate_memory("llama-2-70b", mode="infer", batch=8, seq=4096).total["kv_cache"] / GB
-train70 = MemoryConfig(model="llama-2-70b", batch=1, seq=4096, recompute="full")
+train70 = MemoryConfig(model=get_preset("llama-2-70b"), batch=1, seq=4096, recompute="full")
 h100 = hardware.get_chip("H100 SXM")
 expected3 = devices_needed(train70, h100.memory_bytes, zero=3)
 l3 = estimate_memory("llama-3-8b", mode="infer", batch=16, seq=8192)

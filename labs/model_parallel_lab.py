@@ -46,9 +46,12 @@ from aihw.plots.model_parallel import plot_layout_times, plot_measured_and_simul
 from aihw.widgets import model_parallel_lab
 
 print(f"aihw {aihw.__version__}, torch {torch.__version__}")
+from aihw.plots.style import setup_book
+
+setup_book()  # the book's figure style: column width, legible text, SVG
 
 # %% [markdown]
-# ## 1. Predict: the bubble of a pipeline schedule
+# ## Predict: the bubble of a pipeline schedule
 #
 # With $p$ equal stages and $m$ micro-batches, GPipe and 1F1B both leave each stage idle for a share
 # $(p-1)/(m+p-1)$ of the step (this course's convention: idle time over step time; the Megatron-LM papers
@@ -67,7 +70,7 @@ print(f"prediction for p={P}, m={M}: bubble {predicted:.1%} of the step")
 assert abs(pipeline_sim.simulate("gpipe", P, M).bubble - predicted) < 1e-12
 
 # %% [markdown]
-# ## 2. Measure: GPipe and 1F1B as real processes
+# ## Measure: GPipe and 1F1B as real processes
 #
 # Two processes (gloo, one CPU thread each) each hold three blocks of a small GPT. Every rank records when it
 # computes, sends, receives and waits. Below the measured timeline, the simulator replays the same schedule with
@@ -115,7 +118,7 @@ for runs in results:
     assert s["peak_in_flight_measured"] == s["peak_in_flight_predicted"]
 
 # %% [markdown]
-# ## 3. Tensor parallelism: exact, but talkative
+# ## Tensor parallelism: exact, but talkative
 #
 # Megatron-LM splits the MLP's first matrix by columns and its second by rows, and attention by heads, so each
 # block needs one all-reduce forward and one backward for attention, and the same for the MLP. Two ranks run
@@ -135,7 +138,7 @@ print(f"all-reduces: forward {comm['forward']['count']}, backward {comm['backwar
 assert measured_bytes == formula["bytes_per_step"]
 
 # %% [markdown]
-# ## 4. Plan: a layout for a real model on a real cluster
+# ## Plan: a layout for a real model on a real cluster
 #
 # The planner tries every DP × TP × PP × ZeRO × recomputation layout that uses all the chips, drops those that do
 # not fit (memory chapter's estimator), estimates the step time from the roofline of every matmul shape at the
@@ -153,7 +156,7 @@ display(HTML(text))
 assert best_plan.best.memory_bytes <= 0.9 * 80e9
 
 # %% [markdown]
-# ## 5. Exercises
+# ## Exercises
 #
 # Replace `None` with your number and run the cell. The expected values come from the package's calculators.
 #

@@ -44,7 +44,7 @@ from aihw.widgets import planning_lab
 print(f"aihw {aihw.__version__}, torch {torch.__version__}")
 
 # %% [markdown]
-# ## 1. Pin a published run and compare
+# ## Pin a published run and compare
 #
 # Narayanan et al. (2021) trained GPT-3 175B on 1,536 A100s with 8-way tensor and 12-way pipeline parallelism
 # and reported 141 TFLOP/s per GPU. **Predict** first: what share of the step do you expect the pipeline
@@ -60,7 +60,7 @@ print(f"bubble share of the step: {bubble_share:.1%} (your prediction: {my_bubbl
 assert row["fits"] and 0.85 <= row["ratio"] <= 1.15
 
 # %% [markdown]
-# ## 2. Change the assumptions
+# ## Change the assumptions
 #
 # Pick another published run and switch the assumptions: the matmul fraction (0 uses the chip's published
 # benchmark figure), whether data-parallel and ZeRO-3 traffic overlaps compute, and whether collectives that
@@ -75,7 +75,7 @@ print("Table 1, predicted / published:", ", ".join(f"{r['ratio']:.2f}" for r in 
 assert all(0.85 <= r["ratio"] <= 1.15 and r["fits"] for r in rows)
 
 # %% [markdown]
-# ## 3. Ring attention and experts, for real
+# ## Ring attention and experts, for real
 #
 # Both run on two gloo processes of this machine in one launch. Ring attention splits TinyGPT's sequence over
 # the ranks and passes keys and values around; the logits must equal one process's. The MoE layer puts two of
@@ -103,7 +103,7 @@ print("tokens per expert, skewed router:", skewed[0]["tokens_per_expert"],
       f"imbalance {skewed[0]['imbalance']:.2f}, dropped {sum(r['dropped'] for r in skewed)}")
 
 # %% [markdown]
-# ## 4. Exercises
+# ## Exercises
 #
 # Replace `None` with your number (or word) and run the cell. Expected values come from the package.
 #

@@ -40,9 +40,12 @@ from aihw.models.tinygpt import TinyGPTConfig
 from aihw.widgets import scaling_lab
 
 torch.set_num_threads(2)
+from aihw.plots.style import setup_book
+
+setup_book()  # the book's figure style: column width, legible text, SVG
 
 # %% [markdown]
-# ## 1. Predict, then count
+# ## Predict, then count
 #
 # A small GPT of width 128, 4 layers, 4 heads, 128-token sequences. Before running anything, write down how many
 # FLOPs one *trained* token costs. Use the transformer-math chapter: 6 FLOP per matmul weight, plus the two
@@ -66,7 +69,7 @@ assert abs(counted / flops.flops_per_token(cfg.shape(), cfg.seq_len) - 1) < 1e-6
 # If your prediction used only 6N, it is low by the attention term; at this small width and long context that
 # term is large. For billion-parameter models at ordinary contexts it is a few per cent.
 #
-# ## 2. Allocate a budget: the widget
+# ## Allocate a budget: the widget
 #
 # Move the budget, chip, chip count and MFU. The table shows the compute-optimal parameters and tokens under
 # Hoffmann et al.'s approach 1 (their Table 3), the Epoch refit of approach 3 (Besiroglu et al. 2024), the
@@ -90,7 +93,7 @@ for name, m in view["methods"].items():
 print(f"16,384 H100 SXM at 40% MFU: {view['days']:.1f} days")
 
 # %% [markdown]
-# ## 3. Exercises
+# ## Exercises
 #
 # Replace each `None` with your answer; work it out by hand first. When you have tried, `reveal(...)` shows a
 # worked solution.

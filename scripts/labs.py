@@ -74,7 +74,8 @@ def notebook_from_text(path: Path) -> nbformat.NotebookNode:
     first.source = setup_cell() + first.source[end:]
     for i, cell in enumerate(nb.cells):
         cell["id"] = f"{path.stem}-{i:02d}"
-        cell.metadata = {}
+        tags = list(cell.metadata.get("tags", []))  # kept: e.g. hide-input folds a solutions cell in the book
+        cell.metadata = {"tags": tags} if tags else {}
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
     nb.metadata = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
@@ -85,7 +86,7 @@ def notebook_from_text(path: Path) -> nbformat.NotebookNode:
 
 
 def _cells(nb) -> list[tuple[str, str]]:
-    return [(c.cell_type, c.source.strip()) for c in nb.cells]
+    return [(c.cell_type, c.source.strip(), tuple(c.metadata.get("tags", ()))) for c in nb.cells]
 
 
 def sources() -> list[Path]:

@@ -77,8 +77,8 @@ def test_lab_has_at_least_three_checked_exercises_and_assertions(lab):
     assert "assert " in source
 
 
-TESTED_CHAPTERS = ("gpus_vs_tpus", "transformer_math", "memory", "data_parallel", "model_parallel", "cheaper",
-                   "scaling")
+TESTED_CHAPTERS = ("gpus_vs_tpus", "transformer_math", "accelerator", "formats", "memory", "data_parallel",
+                   "model_parallel", "cheaper", "scaling", "inference")
 
 
 @pytest.mark.parametrize("slug", TESTED_CHAPTERS)

@@ -186,3 +186,146 @@ def test_math_is_rendered(book):
 @pytest.mark.parametrize(("rel", "least"), sorted(MIN_FIGURES.items()))
 def test_pages_show_their_figures(book, rel, least):
     assert book[rel].info["figures"] >= least, f"{rel}: {book[rel].info['figures']} figure image(s) in the text"
+
+
+# ---- Phone width: layout, figure text size, hidden solutions -------------------------------------------------
+
+PHONE = {"width": 390, "height": 844}
+MIN_FIGURE_TEXT_PX = 7.0  # smallest figure text, in CSS pixels, on a 390-px phone (aihw.plots.style sizes to it)
+RASTER_DPI = 100  # inline PNGs (if any) are drawn at matplotlib's figure.dpi, text at least MIN_FONT_PT
+
+PHONE_JS = """async () => {
+  const imgs = [...document.images];
+  imgs.forEach(i => { i.loading = "eager"; });
+  const settle = i => i.complete ? null : new Promise(r => { i.addEventListener("load", r);
+                                                           i.addEventListener("error", r); });
+  await Promise.race([Promise.all(imgs.map(settle)), new Promise(r => setTimeout(r, 5000))]);
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }
+  await new Promise(r => setTimeout(r, 300));  // togglebutton and theme scripts run on load
+  const article = document.querySelector("article.bd-article") || document.body;
+  const wide = [...document.querySelectorAll("body *")].filter(e => {
+    const r = e.getBoundingClientRect(); return r.width > 0 && r.right > window.innerWidth + 1;
+  }).filter(e => !e.closest("[style*='overflow'], .table-wrapper, pre, mjx-container, table, .highlight, .cell_output, .output, .bd-sidebar-primary, .bd-sidebar-secondary, .animation"))
+    .slice(0, 5).map(e => e.tagName.toLowerCase() + "." + [...e.classList].join("."));
+  const visible = e => !!(e.offsetWidth || e.offsetHeight || e.getClientRects().length);
+  return {
+    scroll_width: document.documentElement.scrollWidth,
+    inner_width: window.innerWidth,
+    wide: wide,
+    images: [...article.querySelectorAll("img")].filter(visible).map(i => ({
+      src: i.currentSrc || i.src, width: i.getBoundingClientRect().width, natural: i.naturalWidth})),
+    solutions: [...article.querySelectorAll(".solution")].map(s => ({
+      visible_body: [...s.children].filter(c => !c.classList.contains("admonition-title") && c.offsetHeight > 0).length,
+      dropdown: s.classList.contains("dropdown") || s.classList.contains("toggle")})),
+    text: article.innerText,
+  };
+}"""
+
+
+@pytest.fixture(scope="module")
+def phone() -> dict[str, dict]:
+    """Visit every page at a 390-px phone width; the tests below assert on what each page reports."""
+    root = book_dir()
+    require_browser()
+    handler = functools.partial(_QuietHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{server.server_address[1]}/"
+    reports: dict[str, dict] = {}
+    try:
+        with chromium_browser() as browser:
+            context = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True, has_touch=True)
+            block_external(context, [])
+            for rel in book_pages(root):
+                if REDIRECT in (root / rel).read_text(encoding="utf-8", errors="replace").lower():
+                    continue
+                page = context.new_page()
+                try:
+                    page.goto(base + rel, wait_until="load")
+                    reports[rel] = page.evaluate(PHONE_JS)
+                finally:
+                    page.close()
+            context.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+    return reports
+
+
+def test_no_horizontal_scroll_on_a_phone(phone):
+    problems = [f"{rel}: page is {r['scroll_width']} px wide in a {r['inner_width']} px viewport "
+                f"(too wide: {', '.join(r['wide']) or '?'})"
+                for rel, r in phone.items() if r["scroll_width"] > r["inner_width"] + 1]
+    assert not problems, "\n".join(problems)
+
+
+def _svg_min_font_px(path: Path, rendered_width: float) -> tuple[float, str] | None:
+    """Smallest text of an SVG figure, in CSS px when the image is ``rendered_width`` px wide: font sizes in the
+    SVG's user units times rendered width / viewBox width. None when the SVG has no text elements."""
+    import re
+
+    svg = path.read_text(encoding="utf-8", errors="replace")
+    box = re.search(r'viewBox="\s*[-\d.]+\s+[-\d.]+\s+([\d.]+)\s+[\d.]+"', svg)
+    sizes = [(float(m.group(1)), m.group(0)) for m in re.finditer(r"font(?:-size)?:\s*(?:[a-z]+\s+)*([\d.]+)px", svg)]
+    if not box or not sizes:
+        return None
+    size, text = min(sizes)
+    return size * rendered_width / float(box.group(1)), text
+
+
+def test_figure_text_is_legible_on_a_phone(phone):
+    """Every figure's smallest text is at least MIN_FIGURE_TEXT_PX CSS pixels at phone width (SVG: measured from
+    the file's font sizes and the rendered width; raster: its scale on screen times the smallest text it can
+    hold at RASTER_DPI)."""
+    from urllib.parse import unquote, urlsplit
+
+    from aihw.plots.style import MIN_FONT_PT
+
+    root = book_dir()
+    problems, checked = [], 0
+    for rel, report in phone.items():
+        for img in report["images"]:
+            if img["width"] < 100:
+                continue  # icons
+            inline = img["src"].startswith("data:")  # e.g. the frames of an animation
+            path = Path("inline") if inline else root / unquote(urlsplit(img["src"]).path).lstrip("/")
+            if not inline and ("_static" in path.parts or not path.is_file()):
+                continue  # logos
+            if path.suffix == ".svg":
+                found = _svg_min_font_px(path, img["width"])
+                if found is None:
+                    problems.append(f"{rel}: {path.name} has no <text> (SVG text drawn as paths cannot be checked)")
+                    continue
+                px, text = found
+            else:
+                px = img["width"] / max(img["natural"], 1) * MIN_FONT_PT * RASTER_DPI / 72
+                text = f"{'inline ' if inline else ''}raster {img['natural']} px shown at {img['width']:.0f} px"
+            checked += 1
+            if px < MIN_FIGURE_TEXT_PX:
+                problems.append(f"{rel}: {path.name} smallest text {px:.1f} px ({text})")
+    assert checked >= 10, f"only {checked} figure(s) checked"
+    assert not problems, "figure text too small on a phone:\n" + "\n".join(problems)
+
+
+def test_chapter_figures_are_vector(phone):
+    from urllib.parse import urlsplit
+
+    raster = [f"{rel}: {urlsplit(img['src']).path}" for rel, r in phone.items() if rel.startswith("chapters/")
+              for img in r["images"] if "/_images/" in img["src"] and not img["src"].endswith(".svg")]
+    assert not raster, "chapter figures should be SVG (sharp at any zoom):\n" + "\n".join(raster)
+
+
+def test_solutions_are_hidden_by_default(phone):
+    """Chapter solutions are closed dropdowns; no lab output shows a worked solution (labs reveal on request)."""
+    problems, solutions = [], 0
+    for rel, r in phone.items():
+        for i, s in enumerate(r["solutions"]):
+            solutions += 1
+            if not s["dropdown"] or s["visible_body"]:
+                problems.append(f"{rel}: solution {i + 1} is open (dropdown={s['dropdown']})")
+        if rel.startswith("labs/") and "Solution to exercise" in r["text"]:
+            problems.append(f"{rel}: a lab output reveals a worked solution (aihw.exercises.reveal was run)")
+    assert solutions >= 5, f"only {solutions} solution(s) found"
+    assert not problems, "\n".join(problems)

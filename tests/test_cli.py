@@ -69,3 +69,78 @@ def test_console_script_runs_as_a_process():
     proc = subprocess.run([sys.executable, "-m", "aihw.cli", "hardware", "show", "nope-chip"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+
+
+def test_program_name_printed_once_in_errors(capsys):
+    for argv in (["memory", "--model", "x"], ["memory"], ["memory", "--params", "7X"], ["plan", "--nodes", "zero"]):
+        code, _, err = run(capsys, *argv)
+        assert code == 2 and err.startswith("aihw: error: ") and err.count("aihw") <= 2, err
+        assert "aihw: error: aihw" not in err and "aihw memory: error" not in err and "aihw plan:" not in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["collectives", "--params", "7e9", "--ranks", "0"],
+    ["collectives", "--params", "7e9", "--gpus-per-node", "0"],
+    ["collectives", "--params", "7e9", "--nodes", "0"],
+    ["plan", "--nodes", "0"],
+    ["memory", "--model", "llama-2-7b", "--dp", "0"],
+])
+def test_no_internal_names_in_messages(capsys, argv):
+    code, _, err = run(capsys, *argv)
+    assert code == 2 and "world_size" not in err and "argument --" in err, err
+
+
+def test_sizes_suffixes_and_precision_names(capsys):
+    from aihw.commands._args import parse_bytes, parse_count
+
+    assert parse_count("7B") == 7e9 and parse_count("1.5e9") == 1.5e9 and parse_count("70m") == 7e7
+    assert parse_count("4K") == 4e3 and parse_count("1T") == 1e12 and parse_count("7_000") == 7000
+    assert parse_bytes("80GB") == 80e9 and parse_bytes("16GiB") == 16 * 2**30 and parse_bytes("512mib") == 2**29
+    assert parse_bytes("1.5e9") == 1.5e9 and parse_bytes("2TB") == 2e12
+    for bad in ("7X", "GB", "1e999", "nan", ""):
+        with pytest.raises(ValueError):
+            parse_count(bad)
+    with pytest.raises(ValueError, match="KiB"):
+        parse_bytes("80 gigs")
+    _, a, _ = run(capsys, "memory", "--params", "7B", "--precision", "BF16", "--json")
+    _, b, _ = run(capsys, "memory", "--params", "7e9", "--precision", "bf16", "--json")
+    assert a == b and json.loads(a)["total_bytes"] > 0
+    _, a, _ = run(capsys, "collectives", "--bytes", "80GB", "--json")
+    assert json.loads(a)["n_bytes"] == 80e9
+    code, out, _ = run(capsys, "roofline", "--chip", "h100", "--dtype", "BF16", "--matmul", "4K", "4K", "4K",
+                       "--json")
+    assert code == 0 and json.loads(out)["estimate"]["flops"] == 2 * 4000**3
+
+
+def test_defaults_in_help():
+    from aihw.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command").choices
+    def text(name):
+        return " ".join(sub[name].format_help().split())
+
+    memory_help = text("memory")
+    assert "(default: bf16)" in memory_help and "(default: adamw)" in memory_help
+    assert "(default: None)" not in memory_help and "(default: False)" not in memory_help
+    assert "(default: 8)" in text("collectives") and "(default: 5)" in text("plan")
+
+
+def test_hardware_show_fits_100_columns(capsys):
+    from aihw.catalogue.hardware import list_chips
+
+    for chip in list_chips():
+        code, out, _ = run(capsys, "hardware", "show", chip.key)
+        # a URL is never broken: one longer than a line stands alone on its own line
+        too_wide = [line for line in out.splitlines() if len(line) > 100 and not line.startswith("http")]
+        assert code == 0 and not too_wide, (chip.key, too_wide)
+        assert "http" in out and "read 20" in out or "(20" in out
+
+
+def test_tpu_answers_do_not_mention_infiniband_unless_asked(capsys):
+    _, out, _ = run(capsys, "collectives", "--params", "7B", "--chip", "TPU v5p")
+    assert "InfiniBand" not in out and "ICI" in out
+    _, out, _ = run(capsys, "collectives", "--params", "7B", "--chip", "TPU v5p", "--network", "InfiniBand NDR")
+    assert "InfiniBand" in out
+    _, out, _ = run(capsys, "collectives", "--params", "7B", "--chip", "H100 SXM")
+    assert "InfiniBand" in out  # GPU answers keep their inter-node network

@@ -120,3 +120,20 @@ def test_collectives_panel_measures_fits_and_fills_its_progress_bar():
     assert err.value == "", err.value
     assert bar.max == 12 and bar.value == 12  # 6 sizes (1 KiB .. 1 MiB) x 2 algorithms
     assert status.value == "done" and "R²" in table.value
+
+
+def test_cluster_slider_keeps_the_default_exactly():
+    # a FloatLogSlider with 0.1-decade steps showed 7e9 as 6.31e9, disagreeing with the text
+    panel = data_parallel_lab.cluster_panel(7e9)
+    slider = next(w for w in _walk(panel) if getattr(w, "description", None) == "parameters")
+    assert slider.value == 7e9 and slider.label == "7e+09"
+    table = next(w for w in _walk(panel) if type(w).__name__ == "HTML" and "gradients:" in w.value)
+    assert "14.00 GB per replica" in table.value  # 7e9 bf16 gradients
+    assert data_parallel_lab.cluster_panel(2.5e9).children  # an off-grid default is added as a stop
+    assert 2.5e9 in [v for _, v in data_parallel_lab.size_options(2.5e9)]
+
+
+def _walk(widget):
+    yield widget
+    for child in getattr(widget, "children", ()):
+        yield from _walk(child)

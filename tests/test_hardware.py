@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aihw.catalogue import hardware
-from aihw.catalogue.hardware import PRECISIONS, Figure, get_chip, list_chips, load_catalogue
+from aihw.catalogue.figures import UNITS, Figure
+from aihw.catalogue.hardware import PRECISIONS, get_chip, list_chips, load_catalogue
 
 CHIPS = load_catalogue()
 REQUIRED = ("t4", "l4", "a100-40gb-sxm", "a100-80gb-sxm", "h100-sxm", "h100-pcie", "h200", "b200",
@@ -50,7 +51,7 @@ def test_every_figure_has_unit_source_and_date(chip):
         assert re.match(r"https?://\S+$", fig.source), (chip.key, field, fig.source)
         assert datetime.date.fromisoformat(fig.read) <= datetime.date(2026, 12, 1), (chip.key, field)
         assert fig.value > 0 and math.isfinite(fig.value)
-        assert fig.quoted.split()[-1] in hardware.UNITS, (chip.key, field, fig.quoted)
+        assert fig.quoted.split()[-1] in UNITS, (chip.key, field, fig.quoted)
 
 
 @pytest.mark.parametrize("chip", CHIPS, ids=lambda c: c.key)

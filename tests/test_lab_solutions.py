@@ -14,7 +14,9 @@ from aihw.catalogue import hardware
 from aihw.exercises import check, reveal
 from aihw.memory import GB, MemoryConfig, estimate, estimate_memory
 from aihw.memory_fit import devices_needed
+from aihw.model_presets import get_preset
 from aihw.widgets import (
+    accelerator_lab,
     cheaper_lab,
     data_parallel_lab,
     gpus_vs_tpus_lab,
@@ -28,15 +30,20 @@ def _expected():
     h100 = hardware.get_chip("H100 SXM")
     e7 = estimate_memory("llama-2-7b", precision="bf16", optimizer="adamw")
     zero1 = estimate(MemoryConfig(params=7e9, precision="bf16", optimizer="adamw", dp=8, zero=1)).per_device
+    from aihw.accel import fusion
+    from aihw.catalogue import compare
     from aihw.parallel import tensor_parallel
 
     return {
+        accelerator_lab: {1: 100 * compare.tensor_core_share("H100 SXM")["share"],
+                          2: 100 * systolic.utilisation_sweep([1024], size=128, double_buffered=True)[0]["utilisation"],
+                          3: fusion.UNFUSED_PASSES * 4 * 2**20 / 1e6},
         gpus_vs_tpus_lab: {1: roofline.ridge_point(h100.peak_flops("bf16"), h100.bandwidth_bytes_per_s),
                            2: roofline.estimate_matmul("TPU v5e", 1, 8192, 8192, "bf16").time_s * 1e6,
                            3: systolic.predicted_cycles(4, 3, 3, size=3, dataflow="weight-stationary")},
         memory_lab: {1: sum(e7.total[k] for k in ("weights", "gradients", "optimizer", "master_weights")) / GB,
                      2: estimate_memory("llama-2-70b", mode="infer", batch=8, seq=4096).total["kv_cache"] / GB,
-                     3: devices_needed(MemoryConfig(model="llama-2-70b", batch=1, seq=4096, recompute="full"),
+                     3: devices_needed(MemoryConfig(model=get_preset("llama-2-70b"), batch=1, seq=4096, recompute="full"),
                                        h100.memory_bytes, zero=3)},
         data_parallel_lab: {1: cc.all_reduce_time(1e8, 8, link=cc.link_from_chip("H100 SXM", alpha_s=5e-6)) * 1e3,
                             2: cc.bus_bandwidth(cc.algorithm_bandwidth(2**30, 12e-3), 16) / 1e9,

@@ -68,7 +68,10 @@ def no_leftover_processes():
 
 
 def test_two_rank_all_reduce_gives_sum_on_every_rank_in_rank_order(no_leftover_processes):
-    results = launch(workers.all_reduce_sum, config=LaunchConfig(world_size=2, timeout_s=60))
+    messages = []
+    results = launch(workers.all_reduce_sum, config=LaunchConfig(world_size=2, timeout_s=60),
+                     on_progress=messages.append)
+    assert messages == ["summed on 2 ranks"]  # rank 0's progress report, delivered in the parent
     assert [r["rank"] for r in results] == [0, 1]
     assert [r["total"] for r in results] == [workers.expected_sum(2)] * 2 == [3.0, 3.0]
     assert all(r["backend"] == "gloo" and r["threads"] == 1 for r in results)

@@ -16,7 +16,7 @@ from aihw.memory import (
     korthikanti_per_layer,
 )
 from aihw.memory_fit import devices_needed
-from aihw.model_presets import PRESETS, ModelShape, get_preset
+from aihw.model_presets import PRESETS, ModelShape, get_preset, resolve_model
 
 # Published counts are rounded, so compare within 1%. GPT-2's paper (Radford et al. 2019, Table 2) prints
 # 117M/345M/762M/1542M, below the released checkpoints' 124.4M/354.8M/774.0M/1557.6M (by 6.4%, 2.8%, 1.6%, 1.0%).
@@ -107,19 +107,19 @@ def test_tensor_and_pipeline_split():
 
 
 def test_devices_needed_and_h100():
-    cfg = MemoryConfig(model="llama-2-70b", seq=4096, recompute="full")
+    cfg = MemoryConfig(model=resolve_model("llama-2-70b"), seq=4096, recompute="full")
     assert devices_needed(cfg, 80e9, zero=0) is None  # plain data parallelism never shards model state
     n3 = devices_needed(cfg, 80e9, zero=3)
     assert n3 is not None and estimate(dataclasses.replace(cfg, dp=n3, zero=3)).per_device_bytes <= 80e9
     assert estimate(dataclasses.replace(cfg, dp=n3 - 1, zero=3)).per_device_bytes > 80e9
-    assert devices_needed(MemoryConfig(model="llama-2-7b", mode="infer", seq=4096), 80e9) == 1
-    assert devices_needed(MemoryConfig(model="llama-2-70b", mode="infer", seq=4096), 80e9) == 2
+    assert devices_needed(MemoryConfig(model=resolve_model("llama-2-7b"), mode="infer", seq=4096), 80e9) == 1
+    assert devices_needed(MemoryConfig(model=resolve_model("llama-2-70b"), mode="infer", seq=4096), 80e9) == 2
 
 
 def test_fit_table_uses_catalogue():
     from aihw.memory_fit import fit_table
 
-    rows = fit_table(MemoryConfig(model="llama-2-7b", mode="infer", batch=4), ["h100-sxm", "t4"])
+    rows = fit_table(MemoryConfig(model=resolve_model("llama-2-7b"), mode="infer", batch=4), ["h100-sxm", "t4"])
     assert rows[0]["fits_one"] and not rows[1]["fits_one"] and rows[1]["devices"]["tp/pp"] >= 2
 
 
@@ -132,6 +132,8 @@ def test_fit_table_uses_catalogue():
 ])
 def test_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
+        if isinstance(kwargs.get("model"), str):  # preset names become shapes at the boundary
+            kwargs = {**kwargs, "model": resolve_model(kwargs["model"])}
         MemoryConfig(**kwargs)
 
 

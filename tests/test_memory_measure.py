@@ -4,13 +4,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from aihw.measure.memory import (  # noqa: E402
-    MeasureConfig,
-    SavedTensorCounter,
-    compare,
-    measure,
-    storage_bytes,
-)
+from aihw.measure.memory import MeasureConfig, compare, measure  # noqa: E402
+from aihw.measure.tensors import SavedTensorCounter, storage_bytes, tensor_bytes  # noqa: E402
 from aihw.models.tinygpt import TinyGPTConfig  # noqa: E402
 
 torch.set_num_threads(2)
@@ -60,6 +55,7 @@ def test_peak_model_follows_the_attention_term():
 def test_storage_dedup():
     t = torch.zeros(10, 10)
     assert storage_bytes([t, t, t.view(100), t[0]]) == 400
+    assert tensor_bytes(t) == 400 and tensor_bytes([t, None, t.to(torch.bfloat16)]) == 600
     lin = torch.nn.Linear(4, 4)
     x = torch.randn(2, 4, requires_grad=True)
     with SavedTensorCounter(lin) as c:

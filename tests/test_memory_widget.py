@@ -99,3 +99,37 @@ def test_measure_button_switches_and_overlays():
     _find(w, "heads").value = 5  # bad custom dims: inline error, nothing measured, no traceback
     _find(w, "Measure it").click()
     assert any("heads=5" in str(getattr(x, "value", "")) and "&#9888;" in x.value for x in _walk(w))
+
+
+def test_verdict_text_has_no_html_and_the_lab_prints_it():
+    from pathlib import Path
+
+    view = memory_lab.memory_view(model="llama-2-7b", mode="infer", seq=2048)
+    assert "<" not in view["verdict_text"] and view["verdict_text"].startswith("fits on one NVIDIA H100 SXM")
+    lab = (Path(__file__).resolve().parents[1] / "labs" / "memory_lab.py").read_text()
+    assert 'print(view["verdict"]' not in lab and 'view["verdict_text"]' in lab
+
+
+def test_custom_dimensions_show_only_for_custom():
+    box = memory_lab.memory_explorer()
+    fields = [_find(box, name) for name in memory_lab.CUSTOM_FIELDS]
+    assert all(f.layout.display == "none" for f in fields)
+    _find(box, "model").value = memory_lab.CUSTOM
+    assert all(f.layout.display is None for f in fields)
+    _find(box, "model").value = "llama-2-70b"
+    assert all(f.layout.display == "none" for f in fields)
+
+
+def test_buttons_are_wide_enough_for_their_labels():
+    from aihw.widgets import _common, cheaper_lab, data_parallel_lab, gpus_vs_tpus_lab, model_parallel_lab
+
+    button = _common.run_button("Prune and measure")
+    assert button.layout.width == "auto" and button.layout.min_width == "14em"
+    box = memory_lab.memory_explorer()
+    toggles = [w for w in _walk(box) if type(w).__name__ == "ToggleButtons"]
+    assert toggles and all(t.style.button_width == "auto" for t in toggles)
+    import inspect
+
+    for module in (cheaper_lab, data_parallel_lab, gpus_vs_tpus_lab, model_parallel_lab, memory_lab):
+        source = inspect.getsource(module)
+        assert source.count("W.ToggleButtons(") == source.count('"button_width": "auto"'), module.__name__

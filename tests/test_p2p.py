@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from aihw.measure.tensors import tensor_bytes
 from aihw.parallel import p2p
 from aihw.parallel.launch import LaunchConfig, launch
 
@@ -22,8 +23,8 @@ def ping_pong(ctx):
 
 
 def test_tensor_bytes():
-    assert p2p.tensor_bytes(torch.zeros(4, 8)) == 128
-    assert p2p.tensor_bytes(torch.zeros(4, 8, dtype=torch.bfloat16)) == 64
+    assert tensor_bytes(torch.zeros(4, 8)) == 128
+    assert tensor_bytes(torch.zeros(4, 8, dtype=torch.bfloat16)) == 64
 
 
 @pytest.mark.distributed

@@ -77,6 +77,9 @@ def test_published_layouts_fit_and_table1_within_15_percent():
     for run in TABLE1 + TABLE2[:3]:  # Megatron-LM PTD-P rows
         assert 0.85 <= compare(run)["ratio"] <= 1.15, run.name
     assert all(compare(r)["fits"] for r in RUNS)
+def test_nothing_fits_is_explained():
+    small = plan(PlanConfig(model="llama-2-70b", cluster=Cluster(chips_per_node=2, nodes=1), global_batch=8))
+    assert small.best is None and "No layout fits" in small.to_dict()["why"][0]
 
 
 def test_uneven_stages_accept_real_runs():
@@ -173,7 +176,7 @@ def test_cli_json_and_errors(capsys, tmp_path):
     bad_file.write_text('hidden = 512\nlayers = 4\nheads = 8\nvocab = 1000\nmax_seq = 1024\nexperts = 2\ntop_k = 3\n')
     for bad, words in ((["--nodes", "0"], "nodes"), (["--zero", "x"], "--zero"), (["--top", "0"], "--top"),
                        (["--pp", "41"], "40 layers"), (["--tp", "3"], "40 attention heads"),
-                       (["--micro-batches", "0"], "micro_batches (m)"), (["--dp", "2", "--tp", "8", "--pp", "4"],
+                       (["--micro-batches", "0"], "--micro-batches"), (["--dp", "2", "--tp", "8", "--pp", "4"],
                                                                         "64"),
                        (["--cp", "3", "--seq", "4096"], "cp=3"), (["--ep", "2"], "mixture-of-experts"),
                        (["--model", str(bad_file)], "top_k=3"),

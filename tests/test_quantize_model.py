@@ -5,6 +5,7 @@ import torch
 
 from aihw.cheaper import quantize_model
 from aihw.cheaper.quantize import PerChannel, PerGroup, QuantScheme
+from aihw.measure import device
 from aihw.models import digits
 
 
@@ -93,7 +94,7 @@ def test_int8_speed_sweep_rows():
 
 def test_fp8_on_cpu_is_simulated_and_labelled(setup):
     model, data = setup
-    reason = quantize_model.fp8_matmul_support("cpu")
+    reason = device.fp8_matmul_support("cpu")
     assert reason and "cpu" in reason
     fp8, label = quantize_model.fp8_model(model, device="cpu")
     assert label.startswith("simulated FP8")
@@ -101,7 +102,7 @@ def test_fp8_on_cpu_is_simulated_and_labelled(setup):
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(quantize_model.fp8_matmul_support("cuda") is not None, reason="needs an FP8-capable GPU")
+@pytest.mark.skipif(device.fp8_matmul_support("cuda") is not None, reason="needs an FP8-capable GPU")
 def test_real_fp8_matches_simulated_fp8():
     torch.manual_seed(0)
     model = digits.make_mlp((256, 256)).eval()

@@ -119,7 +119,7 @@ def test_access_counts_conversions():
     assert c.as_dict()["macs"] == 10 and c.as_dict()["pe_register_transfers"] == 7
     assert c.to_bytes(2) == {"register_file_reads": 2, "register_file_writes": 4, "buffer_reads": 6,
                              "buffer_writes": 8, "offchip_reads": 10, "offchip_writes": 12,
-                             "pe_register_transfers": 14}
+                             "pe_register_transfers": 14, "tensor_memory_accesses": 0}
     assert c.per_mac()["offchip_reads"] == 0.5 and c.register_file_accesses == 3
     with pytest.raises(ValueError, match="bytes_per_element"):
         c.to_bytes(0)
@@ -192,3 +192,26 @@ def test_plots_return_the_figure_of_the_given_axes():
         assert draw(fig.subplots()) is fig
     with pytest.raises(ValueError, match="cycle must be in"):
         plots.plot_trace_step(sy.trace(A, A.T, size=2), 10_000, ax=Figure().subplots())
+
+
+@pytest.mark.parametrize("m, k, n, size", [(5, 9, 7, 4), (20, 13, 17, 4), (3, 3, 3, 8), (16, 16, 16, 4)])
+def test_double_buffered_matches_numpy_and_closed_form(m, k, n, size):
+    rng = np.random.default_rng(1)
+    A, B = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+    db = sy.simulate(A, B, size=size, double_buffered=True)
+    single = sy.simulate(A, B, size=size)
+    np.testing.assert_allclose(db.C, A @ B)
+    assert db.cycles == sy.predicted_cycles(m, k, n, size=size, double_buffered=True) <= single.cycles
+    assert db.counts == single.counts  # the same data moves; only the timing overlaps
+
+
+def test_utilisation_sweep_rises_with_size_and_double_buffering_helps():
+    from aihw.systolic import utilisation_sweep
+    plain = utilisation_sweep([128, 512, 2048], size=128)
+    db = utilisation_sweep([128, 512, 2048], size=128, double_buffered=True)
+    assert [r["utilisation"] for r in plain] == sorted(r["utilisation"] for r in plain)
+    assert all(d["utilisation"] >= p["utilisation"] for d, p in zip(db, plain, strict=True))
+    with pytest.raises(ValueError, match="double_buffered"):
+        sy.predicted_cycles(8, 8, 8, size=4, dataflow="output-stationary", double_buffered=True)
+    with pytest.raises(ValueError, match="at least one"):
+        utilisation_sweep([], size=8)

@@ -7,6 +7,9 @@ import math
 import numbers
 import sys
 from collections.abc import Iterable
+from typing import Literal, TypeVar, overload
+
+T = TypeVar("T")
 
 FLOAT_MAX = sys.float_info.max  # ~1.8e308: an integer beyond it has no float value
 
@@ -62,7 +65,11 @@ def _shown(value: object) -> str:
     return text if len(text) <= 40 else f"{text[:12]}...({len(text)} digits)"
 
 
-def require_positive(name: str, value: object, *, integer: bool = False) -> float | int:
+@overload
+def require_positive(name: str, value: object, *, integer: Literal[True]) -> int: ...
+@overload
+def require_positive(name: str, value: object, *, integer: Literal[False] = False) -> float: ...
+def require_positive(name: str, value: object, *, integer: bool = False) -> float:
     """Return ``value`` if it is a finite number > 0 (an int if ``integer``), else raise ValueError.
 
     numpy and torch scalars are accepted and returned as Python numbers.
@@ -138,7 +145,7 @@ def close_matches(value: str, allowed: Iterable[str], n: int = 3) -> list[str]:
     return [lowered[h] for h in hits]
 
 
-def require_choice(name: str, value: object, allowed: Iterable[str]) -> str:
+def require_choice(name: str, value: T, allowed: Iterable[str]) -> T:
     """Return ``value`` if it is one of ``allowed``, else raise ValueError listing them and close matches."""
     allowed = list(allowed)
     if isinstance(value, str) and value in allowed:

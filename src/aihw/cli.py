@@ -15,13 +15,20 @@ from collections.abc import Sequence
 
 import aihw.commands
 from aihw._validate import NonFiniteResult, TooLarge
+from aihw.commands._args import HelpFormatter
 
 
 class _OneLineParser(argparse.ArgumentParser):
-    """argparse prints usage plus the error; the course's CLI prints just the error, on one line."""
+    """argparse prints usage plus the error; the course's CLI prints just the error, on one line, with the
+    program name once (``aihw: error: argument --params: ... (see aihw memory --help)``). ``--help`` shows
+    every option's default."""
 
-    def error(self, message: str):  # type: ignore[override]
-        raise _UsageError(f"{self.prog}: {message} (see --help)")
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str):
+        raise _UsageError(f"{message} (see {self.prog} --help)")
 
 
 class _UsageError(Exception):

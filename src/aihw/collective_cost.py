@@ -29,12 +29,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import numpy as np
+from typing import Literal, get_args
 
 from aihw._validate import FLOAT_MAX, coerce_numbers, require_choice, require_positive
+from aihw.catalogue.hardware import get_chip
+from aihw.catalogue.networks import get_network
 
-ALGORITHMS = ("naive", "ring", "tree", "recursive-doubling")
+Algorithm = Literal["naive", "ring", "tree", "recursive-doubling"]
+ALGORITHMS: tuple[str, ...] = get_args(Algorithm)
 # nccl-tests doc/PERFORMANCE.md: busbw = algbw * factor(n)
 BUS_FACTORS = {
     "all_reduce": lambda n: 2 * (n - 1) / n,
@@ -146,33 +148,42 @@ def fit_alpha_beta(sizes_bytes: Sequence[float], times_s: Sequence[float], world
     fitted times against the measured ones.
     """
     try:
-        sizes, times = np.asarray(sizes_bytes, dtype=float), np.asarray(times_s, dtype=float)
+        sizes, times = [float(x) for x in sizes_bytes], [float(x) for x in times_s]
     except (TypeError, ValueError, OverflowError) as exc:
         raise ValueError(f"sizes_bytes and times_s must be sequences of numbers ({exc})") from exc
-    if sizes.shape != times.shape or sizes.ndim != 1:
-        raise ValueError(f"sizes_bytes and times_s must be 1-D and equally long, got {sizes.shape}, {times.shape}")
-    if len(np.unique(sizes)) < 2:
-        raise ValueError(f"need at least two different message sizes to fit alpha and beta, got {sizes.tolist()}")
-    if not (np.all(np.isfinite(sizes)) and np.all(sizes > 0) and np.all(np.isfinite(times)) and np.all(times > 0)):
+    if len(sizes) != len(times):
+        raise ValueError(f"sizes_bytes and times_s must be equally long, got {len(sizes)} and {len(times)}")
+    if len(set(sizes)) < 2:
+        raise ValueError(f"need at least two different message sizes to fit alpha and beta, got {sizes}")
+    if not all(math.isfinite(x) and x > 0 for x in (*sizes, *times)):
         raise ValueError("sizes_bytes and times_s must all be finite and > 0")
     steps, factor = all_reduce_terms(world_size, algorithm)
     if steps == 0:
         raise ValueError("world_size=1 moves no data: there is nothing to fit")
-    design = np.column_stack([np.full_like(sizes, steps), factor * sizes])  # unknowns: alpha, 1/B
-    w = 1.0 / times
-    coef, *_ = np.linalg.lstsq(design * w[:, None], times * w, rcond=None)
-    alpha, beta = float(coef[0]), float(coef[1])
+    # t_i = alpha * steps + beta * (factor * size_i), weighted by w_i = 1/t_i: the 2x2 normal equations,
+    # with the size column scaled to order 1 so they stay well conditioned.
+    scale = max(sizes) * factor
+    d1 = [factor * x / scale for x in sizes]
+    w2 = [1.0 / t**2 for t in times]
+    s00 = sum(w * steps * steps for w in w2)
+    s01 = sum(w * steps * d for w, d in zip(w2, d1, strict=True))
+    s11 = sum(w * d * d for w, d in zip(w2, d1, strict=True))
+    r0 = sum(w * steps * t for w, t in zip(w2, times, strict=True))
+    r1 = sum(w * d * t for w, d, t in zip(w2, d1, times, strict=True))
+    det = s00 * s11 - s01 * s01
+    alpha, beta_scaled = (r0 * s11 - r1 * s01) / det, (s00 * r1 - s01 * r0) / det
     if alpha < 0:
-        alpha = 0.0
-        beta = float(np.sum(design[:, 1] * w * times * w) / np.sum((design[:, 1] * w) ** 2))
-    largest = int(np.argmax(sizes))
-    if not beta > 0 or beta * design[largest, 1] < FLAT_FRACTION * times[largest]:
+        alpha, beta_scaled = 0.0, r1 / s11
+    beta = beta_scaled / scale  # seconds per byte moved
+    largest = sizes.index(max(sizes))
+    if not beta > 0 or beta * factor * sizes[largest] < FLAT_FRACTION * times[largest]:
         raise ValueError("the measured times do not grow with message size (the bandwidth term explains less "
                          f"than {FLAT_FRACTION:.0%} of the largest message's time); cannot fit a bandwidth: "
                          "measure larger messages")
-    predicted = design @ np.array([alpha, beta])
-    ss_tot = float(np.sum((times - times.mean()) ** 2))
-    r2 = 1.0 - float(np.sum((times - predicted) ** 2)) / ss_tot if ss_tot > 0 else 1.0
+    predicted = [alpha * steps + beta * factor * x for x in sizes]
+    mean = sum(times) / len(times)
+    ss_tot = sum((t - mean) ** 2 for t in times)
+    r2 = 1.0 - sum((t - q) ** 2 for t, q in zip(times, predicted, strict=True)) / ss_tot if ss_tot > 0 else 1.0
     return LinkModel(alpha, 1.0 / beta, name=f"fit ({algorithm}, {world_size} ranks)"), r2
 
 
@@ -196,8 +207,6 @@ def link_from_chip(chip_name: str, *, alpha_s: float = DEFAULT_CHIP_ALPHA_S) -> 
     For an NVSwitch node every GPU can send at this rate to the others. For a TPU torus it sums all ICI
     ports, an upper bound: one ring uses only some of them (a 2D/3D all-reduce runs rings on every axis).
     """
-    from aihw.catalogue.hardware import get_chip
-
     chip = get_chip(chip_name)
     if chip.interconnect is None:
         raise ValueError(f"{chip.name} has no interconnect figure in the catalogue")
@@ -207,8 +216,6 @@ def link_from_chip(chip_name: str, *, alpha_s: float = DEFAULT_CHIP_ALPHA_S) -> 
 
 def network_link(network: str, *, alpha_s: float = DEFAULT_NETWORK_ALPHA_S) -> LinkModel:
     """An inter-node port (InfiniBand NDR/HDR, 100/400 GbE) from ``data/networks.toml``, per direction."""
-    from aihw.catalogue.networks import get_network
-
     net = get_network(network)
     return LinkModel(alpha_s, net.bandwidth_bytes_per_s, name=net.name)
 
@@ -251,7 +258,6 @@ def cluster_estimates(n_bytes: float, *, chip: str = "H100 SXM", network: str = 
                       ) -> list[ClusterEstimate]:
     """All-reduce of ``n_bytes`` on: one node (ring over the chip's link), ``nodes`` nodes (hierarchical and
     flat ring over ``network``), and a TPU slice of ``tpu_chips`` (ring over ICI, upper-bound bandwidth)."""
-    from aihw.catalogue.hardware import get_chip
 
     if get_chip(chip).kind != "gpu":
         raise ValueError(f"chip {chip!r} is a {get_chip(chip).kind.upper()}, not a GPU: TPUs are not joined into "

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from typing import Literal, get_args
 
 from aihw._validate import (
     coerce_numbers,
@@ -34,22 +35,29 @@ from aihw._validate import (
     require_positive,
     require_positive_int,
 )
-from aihw.model_presets import ModelShape, get_preset
+from aihw.flops import RECOMPUTE_CHOICES
+from aihw.model_presets import ModelShape, resolve_model
+from aihw.precision import get_format
 
-# Storage bytes per value. tf32 is a tensor-core input mode: values are stored as 32-bit floats.
-PRECISION_BYTES: dict[str, float] = {
-    "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1, "int8": 1, "int4": 0.5,
-}
+# The weight precisions the estimator offers, and their storage bytes per value from the registry of number
+# formats (aihw.precision; tf32 is a tensor-core input mode: values are stored as 32-bit floats).
+WEIGHT_PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "int8", "int4")
+PRECISION_BYTES: dict[str, float] = {name: get_format(name).bytes for name in WEIGHT_PRECISIONS}
 # Optimizer state in bytes per parameter (fp32 states). 8-bit Adam: two int8 moments + fp32 absmax per block.
 ADAM8BIT_BLOCK = 2048
-OPTIMIZER_STATE_BYTES: dict[str, float] = {
-    "sgd": 0, "sgd_momentum": 4, "adam": 8, "adamw": 8, "adam8bit": 2 + 2 * 4 / ADAM8BIT_BLOCK,
-}
+Optimizer = Literal["sgd", "sgd_momentum", "adam", "adamw", "adam8bit"]
+OPTIMIZERS: tuple[str, ...] = get_args(Optimizer)
+OPTIMIZER_STATE_BYTES: dict[str, float] = dict(zip(OPTIMIZERS, (0, 4, 8, 8, 2 + 2 * 4 / ADAM8BIT_BLOCK), strict=True))
 COMPONENTS = ("weights", "gradients", "optimizer", "master_weights", "activations", "kv_cache", "overhead")
-MODES = ("train", "infer")
-RECOMPUTE = ("none", "selective", "full")
-ATTENTION = ("eager", "fused")
-GRAD_PRECISIONS = ("param", "fp32")
+Mode = Literal["train", "infer"]
+MODES: tuple[str, ...] = get_args(Mode)
+RECOMPUTE = RECOMPUTE_CHOICES
+Attention = Literal["eager", "fused"]
+ATTENTION: tuple[str, ...] = get_args(Attention)
+GradPrecision = Literal["param", "fp32"]
+GRAD_PRECISIONS: tuple[str, ...] = get_args(GradPrecision)
+ZeroStage = Literal[0, 1, 2, 3]
+ZERO_STAGES: tuple[ZeroStage, ...] = get_args(ZeroStage)
 ZERO3_BUFFER_LAYERS = 2  # layers' parameters a ZeRO-3 device holds gathered at once (current + prefetched)
 GB, GiB = 1e9, 2**30
 
@@ -135,7 +143,7 @@ class MemoryConfig:
         if (self.model is None) == (self.params is None):
             raise ValueError("give exactly one of model (a ModelShape or preset) and params (a count such as 7e9)")
         if isinstance(self.model, str):
-            object.__setattr__(self, "model", get_preset(self.model))
+            object.__setattr__(self, "model", resolve_model(self.model))
         if self.params is not None:
             require_positive("params", self.params)
         require_choice("precision", self.precision, PRECISION_BYTES)

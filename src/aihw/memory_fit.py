@@ -12,7 +12,7 @@ import math
 
 from aihw._validate import require_positive
 from aihw.catalogue.hardware import get_chip, list_chips
-from aihw.memory import MemoryConfig, estimate
+from aihw.memory import ZERO_STAGES, MemoryConfig, ZeroStage, estimate
 
 
 def _per_device(cfg: MemoryConfig, **changes) -> float:
@@ -56,7 +56,7 @@ def _serving_devices(cfg: MemoryConfig, capacity: float, max_devices: int) -> in
     return None
 
 
-def devices_needed(config: MemoryConfig, capacity_bytes: float, *, zero: int | None = None,
+def devices_needed(config: MemoryConfig, capacity_bytes: float, *, zero: ZeroStage | None = None,
                    max_devices: int = 65536) -> int | None:
     """Fewest devices of ``capacity_bytes`` each that hold ``config``; None if no split up to max_devices fits.
 
@@ -82,7 +82,7 @@ def fit_table(config: MemoryConfig, chips: list[str] | None = None) -> list[dict
         row = {"chip": chip.name, "key": chip.key, "capacity_bytes": cap, "quoted": chip.memory.quoted,
                "fits_one": single <= cap}
         if config.mode == "train":
-            row["devices"] = {stage: devices_needed(config, cap, zero=stage) for stage in range(4)}
+            row["devices"] = {stage: devices_needed(config, cap, zero=stage) for stage in ZERO_STAGES}
         else:
             row["devices"] = {"tp/pp": devices_needed(config, cap)}
         rows.append(row)

@@ -187,11 +187,6 @@ PRESETS: dict[str, ModelShape] = {
     )
 }
 
-# The paper (or model card) each family's published parameter count comes from; keys of references.bib.
-PRESET_PAPERS: dict[str, str] = {
-    "gpt2": "memory_radford2019", "llama-2": "memory_touvron2023", "llama-3": "memory_dubey2024",
-    "mistral": "memory_jiang2023", "mixtral": "memory_jiang2023",
-}
 
 
 def get_preset(name: str) -> ModelShape:

@@ -19,15 +19,17 @@ ideal compute time* instead, ``(p - 1) / m`` (``(p - 1) / (v m)``); :func:`bubbl
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import numpy as np
+from typing import Literal, get_args
 
 from aihw._validate import require_choice, require_in_range, require_positive
 
-SCHEDULES = ("gpipe", "1f1b", "interleaved")
-CONVENTIONS = ("of_step", "of_ideal")
+Schedule = Literal["gpipe", "1f1b", "interleaved"]
+SCHEDULES: tuple[str, ...] = get_args(Schedule)
+BubbleConvention = Literal["of_step", "of_ideal"]
+CONVENTIONS: tuple[str, ...] = get_args(BubbleConvention)
 
 
 @dataclass(frozen=True)
@@ -113,9 +115,9 @@ class SimulatedRun:
     peak_in_flight: tuple[int, ...]  # per device, in chunk-micro-batches (activation sets) held at once
 
     @property
-    def busy_s(self) -> np.ndarray:
+    def busy_s(self) -> list[float]:
         """Seconds each device computes."""
-        busy = np.zeros(self.p)
+        busy = [0.0] * self.p
         for e in self.events:
             if e.kind in ("forward", "backward"):
                 busy[e.stage] += e.duration
@@ -124,16 +126,18 @@ class SimulatedRun:
     @property
     def bubble(self) -> float:
         """Idle share of the step, averaged over devices: 1 - busy / (p * step)."""
-        return float(1.0 - self.busy_s.sum() / (self.p * self.step_s))
+        return float(1.0 - sum(self.busy_s) / (self.p * self.step_s))
 
 
-def _per_stage(name: str, value: float | Sequence[float], p: int) -> np.ndarray:
-    arr = np.asarray(value, dtype=float)
-    if arr.ndim == 0:
-        arr = np.full(p, float(arr))
-    if arr.shape != (p,) or not np.all(np.isfinite(arr)) or np.any(arr < 0):
-        raise ValueError(f"{name} must be one non-negative time or one per stage ({p}), got {value!r}")
-    return arr
+def _per_stage(name: str, value: float | Sequence[float], p: int) -> list[float]:
+    problem = ValueError(f"{name} must be one non-negative time or one per stage ({p}), got {value!r}")
+    try:
+        values = [float(value)] * p if isinstance(value, int | float) else [float(x) for x in value]
+    except (TypeError, ValueError, OverflowError):
+        raise problem from None
+    if len(values) != p or not all(math.isfinite(x) and x >= 0 for x in values):
+        raise problem
+    return values
 
 
 def simulate(schedule: str, p: int, m: int, *, v: int = 1, forward_s: float | Sequence[float] = 1.0,
@@ -144,7 +148,8 @@ def simulate(schedule: str, p: int, m: int, *, v: int = 1, forward_s: float | Se
     device); a chunk takes 1/v of it. ``comm_s``: seconds to move one activation or gradient between devices.
     """
     _check_pm(p, m, v)
-    fwd, bwd = _per_stage("forward_s", forward_s, p) / v, _per_stage("backward_s", backward_s, p) / v
+    fwd = [t / v for t in _per_stage("forward_s", forward_s, p)]
+    bwd = [t / v for t in _per_stage("backward_s", backward_s, p)]
     require_in_range("comm_s", comm_s, 0, float("inf"), high_inclusive=False)
     queues = [schedule_order(schedule, p, m, s, v=v) for s in range(p)]
     last = p * v - 1  # last virtual stage; virtual stage of (device s, chunk c) is c * p + s

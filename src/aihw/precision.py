@@ -1,17 +1,30 @@
 """Number formats used in deep learning: range, precision and size, computed from their bit layout.
 
 Floating-point formats are described by exponent bits, mantissa bits and how the all-ones exponent is used:
-IEEE-style formats (fp32, tf32, bf16, fp16, fp8 e5m2) reserve it for inf/NaN; fp8 e4m3 as defined by
+IEEE-style formats (fp64, fp32, tf32, bf16, fp16, fp8 e5m2) reserve it for inf/NaN; fp8 e4m3 as defined by
 Micikevicius et al. 2022 ("FP8 Formats for Deep Learning", arXiv:2209.05433) keeps it for numbers and only
-the all-ones mantissa there is NaN, which is why its maximum is 448 rather than 240.
+the all-ones mantissa there is NaN, which is why its maximum is 448 rather than 240; fp4 e2m1 (OCP Microscaling
+Formats spec v1.0, 2023) has no special values at all, so its maximum is 6.
+
+:data:`FORMATS` is the package's one registry of number formats: name, aliases, bits, storage bytes, the torch
+dtype's name (a string, so this module stays torch-free) and the range and precision that follow from the bit
+layout. :func:`get_format` resolves a name or alias.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal, get_args
 
-from aihw._validate import require_choice
+from aihw._validate import close_matches, require_choice
+
+# How a float format spends its all-ones exponent (integers: "none").
+#   "ieee":     reserved for inf and NaN (fp64, fp32, tf32, bf16, fp16, fp8 E5M2);
+#   "nan_only": a normal binade, only the all-ones mantissa there is NaN (fp8 E4M3, torch's float8_e4m3fn);
+#   "none":     every bit pattern is a finite number (fp4 E2M1, integers).
+Special = Literal["ieee", "nan_only", "none"]
+SPECIAL_CHOICES: tuple[str, ...] = get_args(Special)
 
 
 @dataclass(frozen=True)
@@ -22,14 +35,20 @@ class NumberFormat:
     bits: int
     exponent_bits: int
     mantissa_bits: int
-    ieee_special: bool = True  # all-ones exponent reserved for inf/NaN
+    special: Special = "ieee"
     integer: bool = False
     description: str = ""
+    aliases: tuple[str, ...] = ()  # other names accepted for it (lower case; lookups ignore case)
+    torch_dtype: str | None = None  # name of the torch dtype holding it (``getattr(torch, name)``); None: none
+    storage_bits: int | None = None  # bits it occupies in memory when not ``bits`` (tf32 lives in fp32 words)
+
+    def __post_init__(self) -> None:
+        require_choice("special", self.special, SPECIAL_CHOICES)
 
     @property
     def bytes(self) -> float:
-        """Storage per value in bytes (0.5 for 4-bit formats)."""
-        return self.bits / 8
+        """Storage per value in bytes (0.5 for 4-bit formats, 4 for tf32)."""
+        return (self.storage_bits or self.bits) / 8
 
     @property
     def bias(self) -> int:
@@ -41,12 +60,13 @@ class NumberFormat:
         if self.integer:
             return float(2 ** (self.bits - 1) - 1)
         m = self.mantissa_bits
-        if self.ieee_special:
+        if self.special == "ieee":
             max_exp = (2**self.exponent_bits - 2) - self.bias
             return (2 - 2.0**-m) * 2.0**max_exp
-        # e4m3: all-ones exponent is a normal binade; only mantissa all-ones there is NaN.
-        max_exp = (2**self.exponent_bits - 1) - self.bias
-        return (2 - 2.0 ** -(m - 1)) * 2.0**max_exp
+        max_exp = (2**self.exponent_bits - 1) - self.bias  # the all-ones exponent is a normal binade
+        if self.special == "nan_only":  # its all-ones mantissa is NaN
+            return (2 - 2.0 ** -(m - 1)) * 2.0**max_exp
+        return (2 - 2.0**-m) * 2.0**max_exp
 
     @property
     def min_normal(self) -> float:
@@ -74,36 +94,54 @@ class NumberFormat:
         return math.log10(self.max_value / self.min_subnormal)
 
 
+# THE registry of number formats: every module that names a precision (the hardware catalogue, the memory
+# estimator, the roofline, the measurements, quantization) resolves the name here with :func:`get_format`.
+# To add a format, add a row; give it the aliases people write for it and its torch dtype's name, if any.
 FORMATS: dict[str, NumberFormat] = {
     f.name: f
     for f in (
-        NumberFormat("fp32", 32, 8, 23, description="IEEE 754 single precision"),
+        NumberFormat("fp64", 64, 11, 52, description="IEEE 754 double precision",
+                     aliases=("float64", "double"), torch_dtype="float64"),
+        NumberFormat("fp32", 32, 8, 23, description="IEEE 754 single precision",
+                     aliases=("float32", "float", "single"), torch_dtype="float32"),
         NumberFormat("tf32", 19, 8, 10, description="NVIDIA TensorFloat-32: fp32 range, fp16 precision; "
-                     "a tensor-core input mode, stored as 32 bits"),
-        NumberFormat("bf16", 16, 8, 7, description="bfloat16: fp32 range, 8 bits of precision"),
-        NumberFormat("fp16", 16, 5, 10, description="IEEE 754 half precision"),
-        NumberFormat("fp8_e4m3", 8, 4, 3, ieee_special=False, description="FP8 E4M3 (no inf), forward pass"),
-        NumberFormat("fp8_e5m2", 8, 5, 2, description="FP8 E5M2 (IEEE-like), gradients"),
-        NumberFormat("int8", 8, 0, 7, integer=True, description="8-bit integer, needs a scale"),
-        NumberFormat("int4", 4, 0, 3, integer=True, description="4-bit integer, needs a scale"),
+                     "a tensor-core input mode, stored as 32 bits", aliases=("tensorfloat32",),
+                     torch_dtype="float32", storage_bits=32),
+        NumberFormat("bf16", 16, 8, 7, description="bfloat16: fp32 range, 8 bits of precision",
+                     aliases=("bfloat16",), torch_dtype="bfloat16"),
+        NumberFormat("fp16", 16, 5, 10, description="IEEE 754 half precision",
+                     aliases=("float16", "half"), torch_dtype="float16"),
+        NumberFormat("fp8_e4m3", 8, 4, 3, special="nan_only", description="FP8 E4M3 (no inf), forward pass",
+                     aliases=("fp8", "e4m3", "float8_e4m3fn"), torch_dtype="float8_e4m3fn"),
+        NumberFormat("fp8_e5m2", 8, 5, 2, description="FP8 E5M2 (IEEE-like), gradients",
+                     aliases=("e5m2", "float8_e5m2"), torch_dtype="float8_e5m2"),
+        NumberFormat("fp4_e2m1", 4, 2, 1, special="none", description="FP4 E2M1 (no inf, no NaN), "
+                     "OCP microscaling element", aliases=("fp4", "e2m1")),
+        NumberFormat("int8", 8, 0, 7, special="none", integer=True, description="8-bit integer, needs a scale",
+                     torch_dtype="int8"),
+        NumberFormat("int4", 4, 0, 3, special="none", integer=True, description="4-bit integer, needs a scale"),
     )
 }
-
-# Storage bytes per element for the precision names used by the hardware catalogue and roofline.
-# tf32 values live in fp32 registers and memory, so they move 4 bytes.
-BYTES_PER_ELEMENT: dict[str, float] = {
-    "fp64": 8, "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "fp4": 0.5, "int4": 0.5,
-}
+_BY_NAME: dict[str, str] = {alias: f.name for f in FORMATS.values() for alias in (f.name, *f.aliases)}
 
 
-def get_format(name: str) -> NumberFormat:
-    """Look up a format by name (see :data:`FORMATS`)."""
-    return FORMATS[require_choice("number format", name, FORMATS)]
+def get_format(name: str, what: str = "number format") -> NumberFormat:
+    """The format called ``name``, or one of its aliases, in any case ("bf16", "BF16", "bfloat16").
+
+    Raises ValueError naming the value (as ``what``, e.g. "precision"), the formats and the closest names.
+    """
+    key = name.strip().lower() if isinstance(name, str) else name
+    if isinstance(key, str) and key in _BY_NAME:
+        return FORMATS[_BY_NAME[key]]
+    hint = close_matches(str(name), _BY_NAME)
+    did_you_mean = f"; did you mean {', '.join(repr(h) for h in hint)}?" if hint else ""
+    raise ValueError(f"unknown {what} {name!r}; allowed: {', '.join(FORMATS)} (or an alias: "
+                     f"{', '.join(a for f in FORMATS.values() for a in f.aliases)}){did_you_mean}")
 
 
 def bytes_per_element(precision: str) -> float:
-    """Bytes one element occupies in memory for a catalogue precision name (fp32, bf16, fp8, ...)."""
-    return BYTES_PER_ELEMENT[require_choice("dtype", precision, BYTES_PER_ELEMENT)]
+    """Bytes one element occupies in memory (fp32 4, tf32 4, bf16 2, fp8 1, int4 0.5, ...)."""
+    return get_format(precision, "dtype").bytes
 
 
 def format_table() -> list[dict[str, float | str]]:

@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 
 from aihw._validate import require_positive, require_positive_int
+from aihw.catalogue.hardware import get_chip
 from aihw.precision import bytes_per_element
 
 
@@ -92,10 +93,6 @@ def estimate(name: str, flops: float, bytes_moved: float, *, peak_flops: float, 
 
 
 def _chip_roofs(chip, dtype: str) -> tuple[float, float]:
-    from aihw.catalogue.hardware import (
-        get_chip,  # same layer; imported here so this module works on raw numbers too
-    )
-
     chip = get_chip(chip) if isinstance(chip, str) else chip
     return chip.peak_flops(dtype), chip.bandwidth_bytes_per_s
 

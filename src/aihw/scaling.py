@@ -32,7 +32,8 @@ import math
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from aihw._validate import FLOAT_MAX, require_choice, require_in_range, require_positive
+from aihw._validate import require_choice, require_in_range, require_positive
+from aihw.catalogue.hardware import get_chip
 
 Method = Literal["hoffmann-approach1", "epoch-approach3", "tokens-per-param-20", "hoffmann-approach3-rounded"]
 METHODS: tuple[str, ...] = get_args(Method)
@@ -142,8 +143,10 @@ def compute_optimal(flops: float, method: Method = "epoch-approach3") -> Allocat
     if method == "tokens-per-param-20":
         params = math.sqrt(flops / (6 * TOKENS_PER_PARAM_RULE_OF_THUMB))
         return Allocation(method, params, TOKENS_PER_PARAM_RULE_OF_THUMB * params)
-    frontier = {"hoffmann-approach1": HOFFMANN_APPROACH1, "epoch-approach3": EPOCH_APPROACH3,
-                "hoffmann-approach3-rounded": HOFFMANN_APPROACH3_ROUNDED}[method]
+    frontiers: dict[str, ChinchillaFit | PowerLawFrontier] = {
+        "hoffmann-approach1": HOFFMANN_APPROACH1, "epoch-approach3": EPOCH_APPROACH3,
+        "hoffmann-approach3-rounded": HOFFMANN_APPROACH3_ROUNDED}
+    frontier = frontiers[method]
     params, tokens = frontier.compute_optimal(flops)
     return Allocation(method, params, tokens)
 
@@ -156,22 +159,6 @@ def compute_optimal_all(flops: float) -> dict[str, Allocation]:
 def training_flops(params: float, tokens: float) -> float:
     """6·N·D: forward (2N per token) plus backward (4N per token) FLOP of a dense transformer."""
     return 6 * require_positive("params", params) * require_positive("tokens", tokens)
-
-
-def flops_per_token(params: float, *, seq: int = 0, layers: int = 0, hidden: int = 0,
-                    training: bool = True) -> float:
-    """FLOP per token from a parameter count: 2N forward (+4N backward), plus both attention matmuls.
-
-    The attention term is 4·layers·seq·hidden forward (Q·Kᵀ and A·V, each 2·seq·hidden per layer and token,
-    the convention of :mod:`aihw.flops`; Kaplan et al. 2020 write 2·n_layer·n_ctx·d_attn, one of the two),
-    tripled for training. For a model shape use :func:`aihw.flops.flops_per_token` instead.
-    """
-    require_positive("params", params)
-    seq, layers, hidden = (int(require_in_range(name, v, 0, FLOAT_MAX)) for name, v in
-                           (("seq", seq), ("layers", layers), ("hidden", hidden)))
-    attention = 4 * layers * seq * hidden
-    forward = 2 * params + attention
-    return 3 * forward if training else forward
 
 
 @dataclass(frozen=True)
@@ -194,8 +181,6 @@ class TrainingRun:
 
 def training_run(flops: float, chip, *, chips: int, mfu: float, precision: str = "bf16") -> TrainingRun:
     """Wall-clock time, chip-hours and (list-price) cost of a training run on a catalogue chip."""
-    from aihw.catalogue.hardware import get_chip
-
     require_positive("flops", flops)
     require_positive("chips", chips, integer=True)
     require_in_range("mfu", mfu, 0, 1, low_inclusive=False)

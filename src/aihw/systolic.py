@@ -23,8 +23,14 @@ Output-stationary. For each block of C (m_t x n_t <= N x N), PE (i, j) accumulat
      moves down; they meet in PE (i, j) at cycle i + j + k: K + m_t + n_t - 2 cycles;
   2. drain, N cycles: the accumulators shift down one row a cycle out of the bottom edge.
   cycles = T_m * T_n * (K + N - 2) + T_n * M + T_m * N_cols; one full tile: K + 3N - 2.
-Neither dataflow overlaps loading or draining with compute (the TPU double-buffers its weights, so multi-tile
-counts here are an upper bound). Utilisation per cycle = PEs doing a useful MAC / N^2 (zero while loading
+By default neither dataflow overlaps loading or draining with compute: every weight tile's N load cycles are
+exposed. The TPU double-buffers its weights (Jouppi et al. 2017: the next tile is shifted in while the current
+one computes), so the default multi-tile counts are an upper bound. ``double_buffered=True``
+(weight-stationary only) models that: each PE holds a second, shadow weight register; the next tile shifts into
+the shadows during the current tile's compute (N <= M + N + n_t - 2 cycles, so the load always fits) and is
+swapped in at once when the tile ends. Only the first load is exposed:
+  cycles = N + T_k * (T_n * (M + N - 2) + N_cols).
+The shadow loads still move every weight through N rows of latches and are counted as transfers. Utilisation per cycle = PEs doing a useful MAC / N^2 (zero while loading
 or draining); its mean is macs / (cycles * N^2).
 
 Counting model (element accesses; see :class:`aihw.simt.AccessCounts`):
@@ -44,6 +50,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 import numpy as np
 
@@ -51,9 +58,10 @@ from aihw._validate import require_choice, require_in_range, require_positive
 from aihw.simt import AccessCounts, simt_matmul_counts
 
 __all__ = ["DATAFLOWS", "AccessCounts", "SystolicConfig", "SystolicResult", "SystolicTrace", "predicted_cycles",
-           "simt_matmul_counts", "simulate", "trace"]
+           "simt_matmul_counts", "simulate", "trace", "utilisation_sweep"]
 
-DATAFLOWS = ("weight-stationary", "output-stationary")
+Dataflow = Literal["weight-stationary", "output-stationary"]
+DATAFLOWS: tuple[str, ...] = get_args(Dataflow)
 MAX_SIZE = 512          # PEs per side accepted by the simulator
 TRACE_MAX_SIZE = 8      # largest array whose per-cycle state `trace` will record
 TRACE_MAX_CYCLES = 20_000
@@ -65,10 +73,11 @@ SIMULATE_MAX_PE_CYCLES = 500_000_000
 
 @dataclass(frozen=True)
 class SystolicConfig:
-    """An N x N array (``size`` = N PEs per side, 1..512) and its dataflow."""
+    """An N x N array (``size`` = N PEs per side, 1..512), its dataflow and whether weights are double-buffered."""
 
     size: int
-    dataflow: str = "weight-stationary"   # or "output-stationary"
+    dataflow: Dataflow = "weight-stationary"   # or "output-stationary"
+    double_buffered: bool = False          # weight-stationary only: load the next weight tile during compute
 
     def __post_init__(self) -> None:
         if isinstance(self.size, bool) or not isinstance(self.size, (int, np.integer)):
@@ -76,6 +85,11 @@ class SystolicConfig:
         require_in_range("size", int(self.size), 1, MAX_SIZE)
         object.__setattr__(self, "size", int(self.size))
         require_choice("dataflow", self.dataflow, DATAFLOWS)
+        if not isinstance(self.double_buffered, bool):
+            raise ValueError(f"double_buffered must be True or False, got {self.double_buffered!r}")
+        if self.double_buffered and self.dataflow != "weight-stationary":
+            raise ValueError("double_buffered=True models the weight-stationary array's shadow weight registers; "
+                             f"got dataflow={self.dataflow!r}")
 
 
 @dataclass(frozen=True)
@@ -137,6 +151,7 @@ class _Tape:
         def masked(v, ok):
             return empty.copy() if v is None else np.where(ok, v, np.nan)
         fire = np.zeros((self.size, self.size), bool) if fire is None else fire.copy()
+        assert self.record is not None, "snap() records only when tracing"
         self.record.append((phase, origin, masked(a, a_ok), masked(b, b_ok), masked(p, p_ok), fire))
 
 
@@ -150,8 +165,9 @@ def _shift_down(x: np.ndarray, row: np.ndarray | int) -> None:
     x[0] = row
 
 
-def _ws_load(w_tile: np.ndarray, size: int, tape: _Tape, origin: tuple[int, int]):
-    """Shift a weight tile into the array, one row per cycle (N cycles)."""
+def _ws_load(w_tile: np.ndarray, size: int, tape: _Tape, origin: tuple[int, int], *, hidden: bool = False):
+    """Shift a weight tile into the array, one row per cycle (N cycles); ``hidden``: into the shadow registers
+    during the previous tile's compute (transfers counted, no cycles added)."""
     k_t, n_t = w_tile.shape
     padded = np.zeros((size, size), w_tile.dtype)
     padded[:k_t, :n_t] = w_tile
@@ -161,6 +177,9 @@ def _ws_load(w_tile: np.ndarray, size: int, tape: _Tape, origin: tuple[int, int]
     for c in range(size):
         _shift_down(w, padded[size - 1 - c])
         _shift_down(w_ok, padded_ok[size - 1 - c])
+        if hidden:
+            tape.transfers += int(w_ok.sum())
+            continue
         tape.tick(0, int(w_ok.sum()))
         if tape.record is not None:
             tape.snap("load weights", origin, b=w, b_ok=w_ok)
@@ -254,11 +273,14 @@ def _operands(A: object, B: object) -> tuple[np.ndarray, np.ndarray]:
     return a.astype(acc), b.astype(acc)
 
 
-def predicted_cycles(m: int, k: int, n: int, *, size: int, dataflow: str = "weight-stationary") -> int:
+def predicted_cycles(m: int, k: int, n: int, *, size: int, dataflow: str = "weight-stationary",
+                     double_buffered: bool = False) -> int:
     """Closed-form cycle count of C (m x n) = A (m x k) . B (k x n) (see the module docstring)."""
     m, k, n = (require_positive(name, v, integer=True) for name, v in (("m", m), ("k", k), ("n", n)))
-    cfg = SystolicConfig(size, dataflow)
+    cfg = SystolicConfig(size, dataflow, double_buffered)
     t_m, t_k, t_n = (math.ceil(x / cfg.size) for x in (m, k, n))
+    if cfg.double_buffered:
+        return cfg.size + t_k * (t_n * (m + cfg.size - 2) + n)
     if cfg.dataflow == "weight-stationary":
         return t_k * (t_n * (m + 2 * cfg.size - 2) + n)
     return t_m * t_n * (k + cfg.size - 2) + t_n * m + t_m * n
@@ -289,9 +311,12 @@ def _run(A: object, B: object, cfg: SystolicConfig, record: list | None) -> tupl
     C = np.zeros((m, n), a.dtype)
     tape = _Tape(size, record)
     if cfg.dataflow == "weight-stationary":
+        first = True
         for j0 in range(0, n, size):
             for k0 in range(0, k, size):
-                w, w_ok = _ws_load(b[k0:k0 + size, j0:j0 + size], size, tape, (k0, j0))
+                hidden = cfg.double_buffered and not first
+                w, w_ok = _ws_load(b[k0:k0 + size, j0:j0 + size], size, tape, (k0, j0), hidden=hidden)
+                first = False
                 _ws_compute(a[:, k0:k0 + size], w, w_ok, C[:, j0:j0 + size], tape, (k0, j0))
     else:
         for i0 in range(0, m, size):
@@ -303,19 +328,39 @@ def _run(A: object, B: object, cfg: SystolicConfig, record: list | None) -> tupl
     return result, tape
 
 
-def simulate(A: object, B: object, *, size: int, dataflow: str = "weight-stationary") -> SystolicResult:
+def simulate(A: object, B: object, *, size: int, dataflow: str = "weight-stationary",
+             double_buffered: bool = False) -> SystolicResult:
     """Run C = A . B on a ``size`` x ``size`` systolic array, cycle by cycle (see the module docstring)."""
-    return _run(A, B, SystolicConfig(size, dataflow), record=None)[0]
+    return _run(A, B, SystolicConfig(size, dataflow, double_buffered), record=None)[0]
 
 
-def trace(A: object, B: object, *, size: int, dataflow: str = "weight-stationary") -> SystolicTrace:
+def utilisation_sweep(sizes: tuple[int, ...] | list[int], *, size: int, dataflow: str = "weight-stationary",
+                      double_buffered: bool = False) -> list[dict[str, float]]:
+    """Mean utilisation of square n x n x n matmuls on a ``size`` x ``size`` array, from the closed-form cycles.
+
+    Returns one row per n: ``n``, ``cycles``, ``utilisation`` = n^3 / (cycles * size^2). The closed form equals
+    the simulator's count (tests check it), so large n cost nothing to sweep.
+    """
+    if not sizes:
+        raise ValueError("sizes must list at least one matrix size")
+    rows = []
+    for n in sizes:
+        n = require_positive("n", n, integer=True)
+        cycles = predicted_cycles(n, n, n, size=size, dataflow=dataflow, double_buffered=double_buffered)
+        rows.append({"n": n, "cycles": cycles, "utilisation": n**3 / (cycles * size**2)})
+    return rows
+
+
+def trace(A: object, B: object, *, size: int, dataflow: str = "weight-stationary",
+          double_buffered: bool = False) -> SystolicTrace:
     """Per-cycle PE state for a step-through view; only for arrays of at most 8 x 8 PEs."""
-    cfg = SystolicConfig(size, dataflow)
+    cfg = SystolicConfig(size, dataflow, double_buffered)
     if cfg.size > TRACE_MAX_SIZE:
         raise ValueError(f"trace records every PE every cycle: size must be in [1, {TRACE_MAX_SIZE}], "
                          f"got {size!r}; use simulate() for larger arrays")
     a, b = _operands(A, B)
-    cycles = predicted_cycles(a.shape[0], a.shape[1], b.shape[1], size=cfg.size, dataflow=cfg.dataflow)
+    cycles = predicted_cycles(a.shape[0], a.shape[1], b.shape[1], size=cfg.size, dataflow=cfg.dataflow,
+                              double_buffered=cfg.double_buffered)
     if cycles > TRACE_MAX_CYCLES:
         raise ValueError(f"trace would record {cycles} cycles, allowed at most {TRACE_MAX_CYCLES}; "
                          "use smaller matrices or simulate()")

@@ -7,6 +7,7 @@ on-demand snapshots, so "per dollar" figures are list-price figures, not what a 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from aihw.catalogue.hardware import Chip, get_chip, list_chips
 
@@ -59,7 +60,7 @@ def interconnect_rows(chips: Iterable[str | Chip] | None = None) -> list[dict]:
         ic = c.interconnect
         if ic is None:
             continue
-        row = {"chip": c.name, "link": ic.name, "links": ic.links, "quoted": ic.bandwidth.quoted,
+        row: dict[str, Any] = {"chip": c.name, "link": ic.name, "links": ic.links, "quoted": ic.bandwidth.quoted,
                "as_quoted": f"{ic.direction}, per {ic.scope}"}
         try:
             row["per_direction_gbs"] = ic.bandwidth_bytes_per_s(direction="per-direction", scope="chip") / 1e9
@@ -77,3 +78,40 @@ def precision_rows(chips: Iterable[str | Chip] | None = None,
     """Dense peak (TFLOP/s or TOPS) per precision per chip; None where the chip has no such mode."""
     return [{"chip": c.name, **{p: (c.peak_flops(p) / 1e12 if p in c.flops else None) for p in precisions}}
             for c in _chips(chips)]
+
+
+def tensor_core_share(chip: str | Chip, precision: str = "bf16") -> dict[str, float]:
+    """Share of a GPU's dense peak that its matrix units deliver: tensor-core ``precision`` peak against that plus
+    the fp32 peak of the ordinary ("CUDA") cores, both dense, from the catalogue.
+
+    The sum assumes both kinds of unit could run at once; it overstates what CUDA cores add, so the share is a
+    lower bound. Returns ``tensor_flops``, ``cuda_core_flops`` (FLOP/s) and ``share`` (0..1).
+    """
+    c = get_chip(chip) if isinstance(chip, str) else chip
+    if c.kind != "gpu":
+        raise ValueError(f"{c.name} is a {c.kind.upper()}: it has no CUDA cores to compare; pick a GPU")
+    tensor, vector = c.peak_flops(precision), c.peak_flops("fp32")
+    return {"tensor_flops": tensor, "cuda_core_flops": vector, "share": tensor / (tensor + vector)}
+
+
+def efficiency_rows(chips: Iterable[str | Chip] | None = None, precision: str = "bf16", *,
+                    achievable_fraction: float = 1.0) -> list[dict]:
+    """Peak (or ``achievable_fraction`` of peak) dense FLOP/s per watt and per dollar-hour, per chip.
+
+    Chips without a power figure get ``None`` per watt; without a price, ``None`` per dollar. Watts are the
+    catalogue's TDP / max board power, so GFLOP/J is a ceiling at full power draw.
+    """
+    if not 0 < achievable_fraction <= 1:
+        raise ValueError(f"achievable_fraction must be in (0, 1], got {achievable_fraction!r}")
+    rows = []
+    for c in _chips(chips):
+        if precision not in c.flops:
+            continue
+        flops = c.peak_flops(precision) * achievable_fraction
+        rows.append({
+            "chip": c.name, "kind": c.kind.upper(), "tflops": flops / 1e12,
+            "power_w": c.power.value if c.power else None,
+            "gflop_per_joule": flops / c.power.value / 1e9 if c.power else None,
+            "pflop_per_usd": flops * 3600 / c.price.figure.value / 1e15 if c.price else None,
+        })
+    return rows

@@ -22,6 +22,8 @@ UNITS: dict[str, tuple[str, float]] = {
     "GB": ("bytes", 1e9), "GiB": ("bytes", 2.0**30), "TB": ("bytes", 1e12),
     "GB/s": ("bytes/s", 1e9), "TB/s": ("bytes/s", 1e12), "Gbps": ("bytes/s", 1e9 / 8),
     "W": ("W", 1.0), "USD/hour": ("USD/hour", 1.0),
+    "KiB": ("bytes", 2.0**10), "MiB": ("bytes", 2.0**20), "MB": ("bytes", 1e6),
+    "count": ("count", 1.0), "generation": ("generation", 1.0), "FLOP/clock": ("FLOP/clock", 1.0),
 }
 FIGURE_KEYS = frozenset({"value", "unit", "source", "read", "note", "quoted"})
 

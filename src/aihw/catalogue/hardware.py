@@ -7,10 +7,15 @@ load time instead of quietly bending a roofline plot. Standard library only.
 Conventions: GB = 1e9 bytes, GiB = 2**30 bytes; FLOP/s are dense (2:4-sparse figures live apart, in
 ``Chip.sparse_flops``); interconnect figures say direction (bidirectional or per-direction) and scope
 (whole chip or one link).
+
+``anatomy`` (optional per chip) holds what the chip is made of: for GPUs the SM count, register file and shared
+memory per SM, L2, tensor-core generation and dense 16-bit FLOP per clock per SM; for TPUs the TensorCores per
+chip, MXUs per TensorCore and MXU size. Each is a sourced figure like the rest (``ANATOMY_UNITS`` lists them).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import tomllib
@@ -18,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal, get_args
 
 from aihw._validate import close_matches, require_choice
 from aihw.catalogue.figures import (
@@ -30,18 +35,29 @@ from aihw.catalogue.figures import (
     normalise_name,
     parse_figure,
 )
-from aihw.catalogue.figures import UNITS as UNITS  # re-exported: hardware.UNITS and .Figure stay public here
+from aihw.precision import get_format
 
+# The catalogue's precision columns, each a name in the registry of number formats (aihw.precision): "fp8" is
+# the E4M3/E5M2 tensor-core rate (one figure for both), "fp4" the E2M1 one.
 PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
-KINDS = ("gpu", "tpu")
-DIRECTIONS = ("bidirectional", "per-direction")
-SCOPES = ("chip", "link")
+Kind = Literal["gpu", "tpu"]
+KINDS: tuple[str, ...] = get_args(Kind)
+Direction = Literal["bidirectional", "per-direction"]
+DIRECTIONS: tuple[str, ...] = get_args(Direction)
+Scope = Literal["chip", "link"]
+SCOPES: tuple[str, ...] = get_args(Scope)
 
 _FIGURE_KEYS = FIGURE_KEYS
 _INTERCONNECT_KEYS = _FIGURE_KEYS | {"name", "links", "direction", "scope"}
 _PRICE_KEYS = _FIGURE_KEYS | {"provider", "region"}
 _CHIP_KEYS = {"key", "name", "aliases", "vendor", "kind", "architecture", "year", "flops", "sparse_flops",
-              "memory", "memory_bandwidth", "interconnect", "power", "price"}
+              "memory", "memory_bandwidth", "interconnect", "power", "price", "anatomy"}
+# optional anatomy figures -> the base unit each must convert to
+ANATOMY_UNITS: dict[str, str] = {
+    "sm_count": "count", "register_file_per_sm": "bytes", "shared_memory_per_sm": "bytes", "l2_cache": "bytes",
+    "tensor_core_generation": "generation", "dense_fp16_flop_per_clock_per_sm": "FLOP/clock",
+    "tensorcores_per_chip": "count", "mxus_per_tensorcore": "count", "mxu_size": "count",
+}
 
 
 @dataclass(frozen=True)
@@ -103,6 +119,7 @@ class Chip:
     interconnect: Interconnect | None
     power: Figure | None
     price: Price | None
+    anatomy: Mapping[str, Figure] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
 
     def __hash__(self) -> int:
         return hash(self.key)
@@ -113,8 +130,8 @@ class Chip:
         return self.name.removeprefix(self.vendor + " ")
 
     def peak_flops(self, precision: str) -> float:
-        """Dense peak FLOP/s (op/s for int8) at ``precision``."""
-        require_choice("precision", precision, PRECISIONS)
+        """Dense peak FLOP/s (op/s for int8) at ``precision`` (a catalogue column or an alias: "BF16")."""
+        precision = catalogue_precision(precision)
         if precision not in self.flops:
             raise ValueError(f"{self.name} has no published dense {precision} peak; "
                              f"supported: {', '.join(self.flops)}")
@@ -141,7 +158,25 @@ class Chip:
             "interconnect": self.interconnect.to_dict() if self.interconnect else None,
             "power": self.power.to_dict() if self.power else None,
             "price": self.price.to_dict() if self.price else None,
+            "anatomy": {k: f.to_dict() for k, f in self.anatomy.items()},
         }
+
+    def anatomy_value(self, name: str) -> float:
+        """One anatomy figure in its base unit (bytes, count, FLOP/clock); ValueError naming what is listed."""
+        require_choice("anatomy figure", name, ANATOMY_UNITS)
+        if name not in self.anatomy:
+            listed = ", ".join(self.anatomy) or "none"
+            raise ValueError(f"{self.name}: the catalogue has no {name!r}; listed: {listed}")
+        return self.anatomy[name].value
+
+
+def catalogue_precision(name: str) -> str:
+    """The catalogue column for a precision name or alias ("bf16", "BF16", "bfloat16" -> "bf16")."""
+    fmt = get_format(name)
+    for column in PRECISIONS:
+        if get_format(column) is fmt:
+            return column
+    raise ValueError(f"the hardware catalogue has no {fmt.name} figures; its precisions: {', '.join(PRECISIONS)}")
 
 
 # ---------------------------------------------------------------------------------------------- parsing
@@ -173,6 +208,12 @@ def _parse_flops(where: str, raw: object, sources: Mapping[str, str]) -> Mapping
     parsed = {p: _parse_figure(f"{where}.{p}", table[p], sources, ("FLOP/s", "op/s"))
               for p in PRECISIONS if p in table}
     return MappingProxyType(parsed)
+
+
+def _parse_anatomy(where: str, raw: object, sources: Mapping[str, str]) -> Mapping[str, Figure]:
+    table = _check_keys(where, raw if raw is not None else {}, set(ANATOMY_UNITS))
+    return MappingProxyType({name: _parse_figure(f"{where}.{name}", table[name], sources, (ANATOMY_UNITS[name],))
+                             for name in ANATOMY_UNITS if name in table})
 
 
 def _parse_interconnect(where: str, raw: dict[str, Any], sources: Mapping[str, str]) -> Interconnect:
@@ -233,6 +274,7 @@ def _parse_chip(index: int, raw: object, sources: Mapping[str, str]) -> Chip:
                       if "interconnect" in raw else None),
         power=_parse_figure(f"{where}.power", raw["power"], sources, ("W",)) if "power" in raw else None,
         price=_parse_price(f"{where}.price", raw["price"], sources) if "price" in raw else None,
+        anatomy=_parse_anatomy(f"{where}.anatomy", raw.get("anatomy"), sources),
     )
 
 

@@ -12,18 +12,10 @@ from dataclasses import dataclass
 from importlib import resources
 
 from aihw._validate import close_matches
-from aihw.catalogue.figures import (
-    FIGURE_KEYS,
-    Figure,
-    catalogue_error,
-    check_keys,
-    check_sources,
-    normalise_name,
-    parse_figure,
-)
+from aihw.catalogue import figures
 
 _CATALOGUE = "network catalogue"
-_BANDWIDTH_KEYS = FIGURE_KEYS | {"direction", "scope"}
+_BANDWIDTH_KEYS = figures.FIGURE_KEYS | {"direction", "scope"}
 _NETWORK_KEYS = {"key", "name", "aliases", "bandwidth"}
 
 
@@ -34,7 +26,7 @@ class Network:
     key: str
     name: str
     aliases: tuple[str, ...]
-    bandwidth: Figure  # bytes/s, per port, per direction
+    bandwidth: figures.Figure  # bytes/s, per port, per direction
 
     @property
     def bandwidth_bytes_per_s(self) -> float:
@@ -44,28 +36,28 @@ class Network:
 
 def _parse_network(index: int, raw: object, sources: dict[str, str]) -> Network:
     if not isinstance(raw, dict) or not raw.get("key"):
-        raise catalogue_error(_CATALOGUE, f"network #{index}", "missing 'key'")
+        raise figures.catalogue_error(_CATALOGUE, f"network #{index}", "missing 'key'")
     where = f"network {raw['key']!r}"
-    check_keys(where, raw, _NETWORK_KEYS, catalogue=_CATALOGUE)
+    figures.check_keys(where, raw, _NETWORK_KEYS, catalogue=_CATALOGUE)
     for field in ("name", "bandwidth"):
         if field not in raw:
-            raise catalogue_error(_CATALOGUE, where, f"missing '{field}'")
-    bw = check_keys(f"{where}.bandwidth", raw["bandwidth"], _BANDWIDTH_KEYS, catalogue=_CATALOGUE)
+            raise figures.catalogue_error(_CATALOGUE, where, f"missing '{field}'")
+    bw = figures.check_keys(f"{where}.bandwidth", raw["bandwidth"], _BANDWIDTH_KEYS, catalogue=_CATALOGUE)
     if bw.get("direction") != "per-direction" or bw.get("scope") != "port":
-        raise catalogue_error(_CATALOGUE, f"{where}.bandwidth",
-                              "figures must be direction = 'per-direction', "
-                              f"scope = 'port', got {bw.get('direction')!r}, {bw.get('scope')!r}")
-    figure = parse_figure(f"{where}.bandwidth", bw, sources, ("bytes/s",), _BANDWIDTH_KEYS,
-                          catalogue=_CATALOGUE)
+        raise figures.catalogue_error(_CATALOGUE, f"{where}.bandwidth",
+                                      "figures must be direction = 'per-direction', "
+                                      f"scope = 'port', got {bw.get('direction')!r}, {bw.get('scope')!r}")
+    figure = figures.parse_figure(f"{where}.bandwidth", bw, sources, ("bytes/s",), _BANDWIDTH_KEYS,
+                                  catalogue=_CATALOGUE)
     return Network(str(raw["key"]), str(raw["name"]), tuple(str(a) for a in raw.get("aliases", [])), figure)
 
 
 def parse_networks(data: dict) -> tuple[Network, ...]:
     """Validate a parsed TOML document (``[sources]`` + ``[[network]]``) and return its networks."""
-    sources = check_sources(data.get("sources", {}), catalogue=_CATALOGUE)
+    sources = figures.check_sources(data.get("sources", {}), catalogue=_CATALOGUE)
     raw = data.get("network", [])
     if not raw:
-        raise catalogue_error(_CATALOGUE, "network", "the catalogue lists no networks")
+        raise figures.catalogue_error(_CATALOGUE, "network", "the catalogue lists no networks")
     return tuple(_parse_network(i, r, sources) for i, r in enumerate(raw))
 
 
@@ -78,9 +70,9 @@ def load_networks() -> tuple[Network, ...]:
 
 def get_network(name: str) -> Network:
     """Network by key, name or alias, ignoring case, spaces, hyphens and underscores."""
-    labels = {normalise_name(n): net for net in load_networks() for n in (net.key, net.name, *net.aliases)}
-    if normalise_name(name) in labels:
-        return labels[normalise_name(name)]
+    labels = {figures.normalise_name(n): net for net in load_networks() for n in (net.key, net.name, *net.aliases)}
+    if figures.normalise_name(name) in labels:
+        return labels[figures.normalise_name(name)]
     names = [net.name for net in load_networks()]
     hint = close_matches(str(name), names + [net.key for net in load_networks()])
     did_you_mean = f"; did you mean {', '.join(repr(h) for h in hint)}?" if hint else ""

@@ -16,14 +16,17 @@ pruned weights at zero.
 from __future__ import annotations
 
 import copy
+from typing import Literal, get_args
 
 import torch
 from torch import nn
 from torch.nn.utils import prune as torch_prune
 
 from aihw._validate import require_choice, require_in_range
+from aihw.models.digits import TrainConfig, accuracy, fit, linear_flops
 
-STRUCTURES = ("unstructured", "2:4", "neurons")
+Structure = Literal["unstructured", "2:4", "neurons"]
+STRUCTURES: tuple[str, ...] = get_args(Structure)
 
 
 def _linears(model: nn.Module) -> list[nn.Linear]:
@@ -107,6 +110,7 @@ def prune_neurons(model: nn.Sequential, sparsity: float) -> nn.Sequential:
     positions = [i for i, m in enumerate(layers) if isinstance(m, nn.Linear)]
     for here, nxt in zip(positions[:-1], positions[1:], strict=True):
         layer, following = layers[here], layers[nxt]
+        assert isinstance(layer, nn.Linear) and isinstance(following, nn.Linear)
         keep_n = max(1, round(layer.out_features * (1 - sparsity)))
         keep = _neuron_scores(layer, following).topk(keep_n).indices.sort().values
         layers[here] = _slice_linear(layer, rows=keep)
@@ -147,8 +151,6 @@ def prune(model: nn.Sequential, sparsity: float, *, structure: str = "unstructur
 def fine_tune(model: nn.Module, data, *, epochs: int = 5, lr: float = 1e-3, seed: int = 0) -> nn.Module:
     """Train a pruned model a few more epochs on ``data`` (an :class:`aihw.models.digits.Digits`); attached masks keep
     pruned weights at zero. Returns the model with masks folded in."""
-    from aihw.models.digits import TrainConfig, fit
-
     fit(model, data, TrainConfig(hidden=(1,), epochs=epochs, lr=lr, weight_decay=0.0, seed=seed))
     return make_permanent(model)
 
@@ -160,8 +162,6 @@ def sparsity_sweep(model: nn.Sequential, data, *, levels: tuple[float, ...] = (0
     Rows: structure, sparsity (asked), measured_sparsity (zero weights, or removed neurons), fine_tuned, accuracy,
     flops (dense FLOP per image), params.
     """
-    from aihw.models.digits import accuracy, linear_flops
-
     rows = []
     for structure in structures:
         for level in levels:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import warnings
 from collections.abc import Iterable
+from typing import Literal, get_args
 
 import torch
 from torch import nn
@@ -32,8 +33,8 @@ from aihw.cheaper.quantize import (
     quantized_size_bytes,
     sqnr_db,
 )
-
-BACKENDS = ("auto", "torch.ao", "torchao")
+from aihw.measure.device import fp8_matmul_support
+from aihw.models.digits import IN_FEATURES, accuracy, latencies, make_mlp
 
 
 def _linears(model: nn.Module) -> list[tuple[str, nn.Linear]]:
@@ -152,8 +153,6 @@ def scheme_accuracies(model: nn.Module, data, schemes: Iterable[QuantScheme]) ->
 
     ``data`` is an :class:`aihw.models.digits.Digits`.
     """
-    from aihw.models.digits import accuracy
-
     return [{"scheme": s.label(), "bits": s.bits, "accuracy": accuracy(quantize_weights(model, s), data.x_test,
                                                                        data.y_test),
              "size_bytes": storage_bytes(model, s)} for s in schemes]
@@ -165,8 +164,6 @@ def int8_speed_sweep(*, widths: Iterable[int] = (256, 1024), batches: Iterable[i
 
     The weights are random (latency depends on shapes, not values), so no training is needed.
     """
-    from aihw.models.digits import IN_FEATURES, latencies, make_mlp
-
     rows = []
     for width in widths:
         with torch.random.fork_rng(devices=[]):
@@ -229,7 +226,12 @@ def _torchao_available() -> bool:
     return True
 
 
-def dynamic_int8(model: nn.Module, *, backend: str = "auto") -> tuple[nn.Module, str]:
+# Whose kernels run the dynamic INT8 model; "auto": torch.ao when this torch has it, else torchao.
+Backend = Literal["auto", "torch.ao", "torchao"]
+BACKENDS: tuple[str, ...] = get_args(Backend)
+
+
+def dynamic_int8(model: nn.Module, *, backend: Backend = "auto") -> tuple[nn.Module, str]:
     """A copy of ``model`` whose Linears run **real** INT8 kernels on the CPU (dynamic activation quantization).
 
     ``backend``: "torch.ao" (``torch.ao.quantization.quantize_dynamic``; per-tensor int8 weights, fbgemm or
@@ -253,21 +255,6 @@ def dynamic_int8(model: nn.Module, *, backend: str = "auto") -> tuple[nn.Module,
         return model, backend
 
 
-def fp8_matmul_support(device: torch.device | str = "cuda") -> str | None:
-    """None if ``device`` can run real FP8 matmuls (torch._scaled_mm on CUDA, capability ≥ 8.9), else why not."""
-    device = torch.device(device)
-    if device.type != "cuda":
-        return f"no FP8 matmul kernel on {device.type}: FP8 tensor cores need an NVIDIA GPU of compute capability ≥ 8.9"
-    if not torch.cuda.is_available():
-        return "no CUDA GPU is available"
-    if not hasattr(torch, "_scaled_mm"):
-        return f"this torch ({torch.__version__}) has no torch._scaled_mm"
-    cap = torch.cuda.get_device_capability(device)
-    if cap < (8, 9):
-        return f"{torch.cuda.get_device_name(device)} (capability {cap[0]}.{cap[1]}) has no FP8 tensor cores"
-    return None
-
-
 class Fp8Linear(nn.Module):
     """A Linear in FP8 E4M3 with one scale per tensor for the weight and for each input batch.
 
@@ -282,6 +269,7 @@ class Fp8Linear(nn.Module):
         w = linear.weight.detach()
         self.real = real and w.shape[0] % 16 == 0 and w.shape[1] % 16 == 0
         self.w_qparams = choose_qparams(w, self.SCHEME)
+        self.w_fp8: torch.Tensor
         self.register_buffer("w_fp8", quantize(w, self.w_qparams))
         self.bias = None if linear.bias is None else nn.Parameter(linear.bias.detach().clone(), requires_grad=False)
 
@@ -492,6 +480,6 @@ def low_precision_matmuls(*, device: torch.device | str | None = None, m: int | 
 
 
 __all__ = ["FakeQuantLinear", "quantize_weights", "calibrate", "post_training_quantize", "layer_errors",
-           "storage_bytes", "scheme_accuracies", "int8_speed_sweep", "dynamic_int8", "fp8_matmul_support", "Fp8Linear", "fp8_model", "BACKENDS",
+           "storage_bytes", "scheme_accuracies", "int8_speed_sweep", "dynamic_int8", "Fp8Linear", "fp8_model", "BACKENDS",
            "LOW_PRECISION_ROWS", "low_precision_skip_reason", "int8_weight_only", "int4_weight_only",
            "dequantize_int4", "low_precision_matmuls"]

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import textwrap
 
 from aihw.catalogue.hardware import get_chip, list_chips
+
+WIDTH = 100  # `aihw hardware show` fits a 100-column terminal
+LABEL_WIDTH = 48
 
 
 def add_parser(subparsers) -> None:
@@ -64,8 +68,33 @@ def run_show(args: argparse.Namespace) -> int:
     if data.get("price"):
         price = data["price"]
         rows.append((f"price ({price['provider']}, {price['region']})", price))
-    width = max(len(r[0]) for r in rows)
-    for label, fig in rows:
-        note = f"  [{fig['note']}]" if fig.get("note") else ""
-        print(f"  {label:<{width}}  {fig['quoted']:>16}   read {fig['read']}  {fig['source']}{note}")
+    print(_figures_text(rows))
     return 0
+
+
+def _figures_text(rows: list[tuple[str, dict]], columns: int = WIDTH) -> str:
+    """Figures, then their notes, then numbered sources, in ``columns`` columns (a URL is never broken: one
+    longer than a line stands alone on its own line)."""
+    sources: dict[str, int] = {}
+    width = min(LABEL_WIDTH, max(len(label) for label, _ in rows))
+    lines, notes = [], []
+    for label, fig in rows:
+        ref = sources.setdefault(fig["source"], len(sources) + 1)
+        mark = f"[{ref}]"
+        if fig.get("note"):
+            notes.append((label, fig["note"]))
+            mark += f" note {len(notes)}"
+        if len(label) > width:  # a long label (a price's provider and region) gets a line of its own
+            lines.append(f"  {label}")
+            label = ""
+        lines.append(f"  {label:<{width}}  {fig['quoted']:>16}  {mark}")
+    if notes:
+        lines.append("notes:")
+        for i, (label, note) in enumerate(notes, 1):
+            lines += textwrap.wrap(f"{i}. {label}: {note}", columns, initial_indent="  ", subsequent_indent="     ")
+    lines.append("sources (date read):")
+    read = {fig["source"]: fig["read"] for _, fig in rows}
+    for url, ref in sources.items():
+        entry = f"  [{ref}] {url} ({read[url]})"
+        lines += [entry] if len(entry) <= columns else [f"  [{ref}] read {read[url]}:", url]
+    return "\n".join(lines)

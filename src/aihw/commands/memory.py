@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import argparse
 
+from aihw.catalogue.hardware import get_chip
+from aihw.commands import _args as A
 from aihw.commands._output import print_result
+from aihw.flops import RECOMPUTE_CHOICES
 from aihw.memory import (
     COMPONENTS,
     GB,
     MODES,
-    OPTIMIZER_STATE_BYTES,
-    PRECISION_BYTES,
-    RECOMPUTE,
+    OPTIMIZERS,
+    WEIGHT_PRECISIONS,
+    ZERO_STAGES,
     GiB,
     MemoryConfig,
     estimate,
 )
-from aihw.model_presets import list_presets
+from aihw.memory_fit import devices_needed
+from aihw.model_presets import list_presets, resolve_model
 
 
 def add_parser(subparsers) -> None:
@@ -26,15 +30,15 @@ def add_parser(subparsers) -> None:
                     "aihw memory --params 7e9 --precision fp16 --optimizer sgd --no-master; "
                     "aihw memory --model llama-2-70b --zero 3 --dp 64 --recompute full --chip h100-sxm --json")
     what = parser.add_mutually_exclusive_group(required=True)
-    what.add_argument("--model", help=f"architecture preset: {', '.join(list_presets())}")
-    what.add_argument("--params", type=float, help="parameter count, e.g. 7e9 (model state only)")
-    parser.add_argument("--precision", default="bf16", help=f"weights: {', '.join(PRECISION_BYTES)}")
-    parser.add_argument("--mode", default="train", help="train or infer")
-    parser.add_argument("--optimizer", default="adamw", help=f"{', '.join(OPTIMIZER_STATE_BYTES)}")
+    what.add_argument("--model", help=f"architecture preset ({', '.join(list_presets())}) or a .toml model file")
+    what.add_argument("--params", type=A.count, help="parameter count, e.g. 7e9 or 7B (model state only)")
+    parser.add_argument("--precision", type=A.precision, default="bf16", help=f"weights: {', '.join(WEIGHT_PRECISIONS)}")
+    parser.add_argument("--mode", default="train", help=" or ".join(MODES))
+    parser.add_argument("--optimizer", default="adamw", help=", ".join(OPTIMIZERS))
     parser.add_argument("--no-master", action="store_true", help="no fp32 master copy of the weights")
-    parser.add_argument("--batch", type=int, default=1, help="micro-batch per replica / concurrent sequences")
-    parser.add_argument("--seq", type=int, default=None, help="tokens per sequence (default: model context)")
-    parser.add_argument("--recompute", default="none", help="activation recomputation: none, selective, full")
+    parser.add_argument("--batch", type=A.positive_int, default=1, help="micro-batch per replica / concurrent sequences")
+    parser.add_argument("--seq", type=A.positive_int, default=None, help="tokens per sequence (default: model context)")
+    parser.add_argument("--recompute", default="none", help=f"activation recomputation: {', '.join(RECOMPUTE_CHOICES)}")
     parser.add_argument("--dropout", action="store_true", help="count dropout masks (1 byte per value)")
     parser.add_argument("--zero", type=int, default=0, help="ZeRO stage 0-3 over the dp replicas")
     parser.add_argument("--grad-precision", default="param",
@@ -42,12 +46,12 @@ def add_parser(subparsers) -> None:
                              "(Megatron-LM's distributed optimizer: 18 B/param with bf16, 20 with fp16)")
     parser.add_argument("--attention", default="eager",
                         help="eager (s x s scores kept, the paper's count) or fused (FlashAttention)")
-    parser.add_argument("--dp", type=int, default=1, help="data-parallel degree")
-    parser.add_argument("--tp", type=int, default=1, help="tensor-parallel degree (divides heads)")
-    parser.add_argument("--pp", type=int, default=1, help="pipeline-parallel degree (divides layers)")
-    parser.add_argument("--kv-precision", default=None, help="KV-cache precision (default: activation precision)")
+    parser.add_argument("--dp", type=A.positive_int, default=1, help="data-parallel degree")
+    parser.add_argument("--tp", type=A.positive_int, default=1, help="tensor-parallel degree (divides heads)")
+    parser.add_argument("--pp", type=A.positive_int, default=1, help="pipeline-parallel degree (divides layers)")
+    parser.add_argument("--kv-precision", type=A.precision, default=None, help="KV-cache precision (default: activation precision)")
     parser.add_argument("--overhead", type=float, default=0.0,
-                        help="framework overhead and temporaries as a fraction of the rest (default 0)")
+                        help="framework overhead and temporaries as a fraction of the rest")
     parser.add_argument("--chip", default=None, help="catalogue chip: does it fit, and how many are needed")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(run=run)
@@ -55,7 +59,7 @@ def add_parser(subparsers) -> None:
 
 def config_from_args(args: argparse.Namespace) -> MemoryConfig:
     """Build (and validate) the MemoryConfig an ``aihw memory`` command line describes."""
-    for name, allowed in (("mode", MODES), ("recompute", RECOMPUTE)):
+    for name, allowed in (("mode", MODES), ("recompute", RECOMPUTE_CHOICES)):
         value = getattr(args, name)
         if value not in allowed:
             raise ValueError(f"unknown {name} {value!r}; allowed: {', '.join(allowed)}")
@@ -67,7 +71,8 @@ def config_from_args(args: argparse.Namespace) -> MemoryConfig:
                          "replicas; give --dp > 1")
     if args.chip is not None and not args.chip.strip():
         raise ValueError("--chip is empty; give a catalogue chip name (see `aihw hardware list`)")
-    return MemoryConfig(model=args.model, params=args.params, precision=args.precision, mode=args.mode,
+    model = None if args.model is None else resolve_model(args.model)
+    return MemoryConfig(model=model, params=args.params, precision=args.precision, mode=args.mode,
                         optimizer=args.optimizer, master_weights=False if args.no_master else None,
                         batch=args.batch, seq=args.seq, recompute=args.recompute, dropout=args.dropout,
                         zero=args.zero, dp=args.dp, tp=args.tp, pp=args.pp, kv_precision=args.kv_precision,
@@ -76,15 +81,12 @@ def config_from_args(args: argparse.Namespace) -> MemoryConfig:
 
 
 def _fit(cfg: MemoryConfig, chip_name: str) -> dict:
-    from aihw.catalogue.hardware import get_chip
-    from aihw.memory_fit import devices_needed
-
     chip = get_chip(chip_name)
     cap = float(chip.memory_bytes)
     per_device = estimate(cfg).per_device_bytes
     fit = {"chip": chip.name, "capacity_bytes": cap, "quoted": chip.memory.quoted, "fits": per_device <= cap}
     if cfg.mode == "train":
-        fit["devices_per_zero_stage"] = {str(z): devices_needed(cfg, cap, zero=z) for z in range(4)}
+        fit["devices_per_zero_stage"] = {str(z): devices_needed(cfg, cap, zero=z) for z in ZERO_STAGES}
     else:
         fit["devices_tensor_then_pipeline"] = devices_needed(cfg, cap)
     return fit

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from aihw.commands import _args as A
 from aihw.model_presets import list_presets
 from aihw.planner import RECOMPUTE, Cluster, Efficiency, PlanConfig, plan
 
@@ -18,19 +19,19 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--model", default="llama-2-13b",
                         help=f"preset ({', '.join(list_presets())}) or a .toml model file")
     parser.add_argument("--chip", default="H100 SXM", help="catalogue chip (see `aihw hardware list`)")
-    parser.add_argument("--chips-per-node", type=int, default=8,
+    parser.add_argument("--chips-per-node", type=A.positive_int, default=8,
                         help="chips joined by the chip's interconnect (8: HGX node, 72: NVL72 rack, a TPU slice)")
-    parser.add_argument("--nodes", type=int, default=4, help="number of nodes")
+    parser.add_argument("--nodes", type=A.positive_int, default=4, help="number of nodes")
     parser.add_argument("--network", default="InfiniBand NDR", help="inter-node port per chip (data/networks.toml)")
     parser.add_argument("--nvls", action="store_true", help="NVLink SHARP all-reduces inside a node")
-    parser.add_argument("--global-batch", type=int, default=512, help="sequences per optimizer step")
-    parser.add_argument("--seq", type=int, default=None, help="tokens per sequence (default: model context)")
-    parser.add_argument("--micro-batch", type=int, default=None, help="sequences per micro-batch (default: search)")
+    parser.add_argument("--global-batch", type=A.positive_int, default=512, help="sequences per optimizer step")
+    parser.add_argument("--seq", type=A.positive_int, default=None, help="tokens per sequence (default: model context)")
+    parser.add_argument("--micro-batch", type=A.positive_int, default=None, help="sequences per micro-batch (default: search)")
     for name, what in (("tp", "tensor-parallel degree"), ("pp", "pipeline stages"), ("dp", "data-parallel degree"),
                        ("cp", "context-parallel degree (ring attention)"), ("ep", "expert-parallel degree"),
                        ("virtual-stages", "interleaved 1F1B chunks per pipeline device"),
                        ("micro-batches", "micro-batches per pipeline and step (m)")):
-        parser.add_argument(f"--{name}", type=int, default=None, help=f"pin the {what} (default: search)")
+        parser.add_argument(f"--{name}", type=A.positive_int, default=None, help=f"pin the {what} (default: search)")
     parser.add_argument("--zero", default="0,1,2,3", help="ZeRO stage, or a comma list to search")
     parser.add_argument("--recompute", default=",".join(RECOMPUTE),
                         help="none, selective or full, or a comma list to search")
@@ -42,13 +43,13 @@ def add_parser(subparsers) -> None:
                              "of activations in flight)")
     parser.add_argument("--zero3-keep-gathered", action="store_true",
                         help="ZeRO-3 keeps parameters gathered across micro-batches (less traffic, more memory)")
-    parser.add_argument("--precision", default="bf16", help="bf16, fp16, tf32 or fp32")
+    parser.add_argument("--precision", type=A.precision, default="bf16", help="bf16, fp16, tf32 or fp32")
     parser.add_argument("--grad-precision", default="fp32", help="fp32 (Megatron/DeepSpeed) or param")
     parser.add_argument("--optimizer", default="adamw", help="adamw, adam, sgd_momentum, sgd, adam8bit")
-    parser.add_argument("--memory-fraction", type=float, default=0.9, help="usable share of chip memory")
-    parser.add_argument("--gemm-fraction", type=float, default=None,
+    parser.add_argument("--memory-fraction", type=A.positive_float, default=0.9, help="usable share of chip memory")
+    parser.add_argument("--gemm-fraction", type=A.positive_float, default=None,
                         help="share of peak a large matmul reaches (default: the chip's published figure)")
-    parser.add_argument("--top", type=int, default=5, help="how many layouts to show")
+    parser.add_argument("--top", type=A.positive_int, default=5, help="how many layouts to show")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(run=run)
 

@@ -8,6 +8,7 @@ from dataclasses import asdict
 from aihw import roofline
 from aihw._validate import require_finite_result
 from aihw.catalogue.hardware import get_chip
+from aihw.commands import _args as A
 from aihw.commands._output import print_result
 
 
@@ -17,11 +18,11 @@ def add_parser(subparsers) -> None:
         description="Examples: aihw roofline --chip h100 --dtype bf16 --matmul 4096 4096 4096; "
                     "aihw roofline --chip v5e --elementwise 1e8; aihw roofline --chip a100-80gb")
     parser.add_argument("--chip", required=True, help="catalogue chip name (see `aihw hardware list`)")
-    parser.add_argument("--dtype", default="bf16", help="precision: fp64, fp32, tf32, bf16, fp16, fp8, int8, fp4")
+    parser.add_argument("--dtype", type=A.precision, default="bf16", help="precision: fp64, fp32, tf32, bf16, fp16, fp8, int8, fp4")
     op = parser.add_mutually_exclusive_group()
-    op.add_argument("--matmul", nargs=3, type=float, metavar=("M", "N", "K"), help="C[M,N] = A[M,K] @ B[K,N]")
-    op.add_argument("--elementwise", type=float, metavar="N", help="elementwise add of N elements")
-    op.add_argument("--intensity", type=float, metavar="FLOP_PER_BYTE", help="attainable FLOP/s at this intensity")
+    op.add_argument("--matmul", nargs=3, type=A.number, metavar=("M", "N", "K"), help="C[M,N] = A[M,K] @ B[K,N]")
+    op.add_argument("--elementwise", type=A.number, metavar="N", help="elementwise add of N elements")
+    op.add_argument("--intensity", type=A.positive_float, metavar="FLOP_PER_BYTE", help="attainable FLOP/s at this intensity")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(run=run)
 

@@ -7,6 +7,7 @@ import json
 
 from aihw import scaling
 from aihw._validate import require_positive
+from aihw.commands import _args as A
 
 
 def add_parser(subparsers) -> None:
@@ -15,15 +16,15 @@ def add_parser(subparsers) -> None:
         description="Examples: aihw scaling --compute 5.76e23; aihw scaling --params 7e9 --tokens 2e12; "
                     "aihw scaling --params 7e9 --tokens 2e12 --chip h100 --chips 256 --mfu 0.4 --json")
     what = parser.add_mutually_exclusive_group(required=True)
-    what.add_argument("--compute", type=float, metavar="FLOP",
+    what.add_argument("--compute", type=A.count, metavar="FLOP",
                       help="training budget C in FLOP: prints N_opt and D_opt under each method")
-    what.add_argument("--params", type=float, metavar="N", help="parameters (with --tokens): training FLOPs 6ND")
-    parser.add_argument("--tokens", type=float, metavar="D", help="training tokens (with --params)")
+    what.add_argument("--params", type=A.count, metavar="N", help="parameters, e.g. 7B (with --tokens): training FLOPs 6ND")
+    parser.add_argument("--tokens", type=A.count, metavar="D", help="training tokens, e.g. 2T (with --params)")
     parser.add_argument("--chip", help="catalogue chip (see `aihw hardware list`): adds time and cost")
-    parser.add_argument("--chips", type=int, default=1, help="number of chips (default 1)")
-    parser.add_argument("--mfu", type=float, default=0.4,
+    parser.add_argument("--chips", type=A.positive_int, default=1, help="number of chips")
+    parser.add_argument("--mfu", type=A.positive_float, default=0.4,
                         help="model FLOP utilisation, fraction of the dense peak (default 0.4: an assumption)")
-    parser.add_argument("--precision", default="bf16", help="precision of the peak used (default bf16)")
+    parser.add_argument("--precision", type=A.precision, default="bf16", help="precision of the peak used")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(run=run)
 

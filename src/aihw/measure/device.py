@@ -10,15 +10,48 @@ import os
 import platform
 import re
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import torch
 import torch.distributed as dist
 
 from aihw._validate import require_choice, require_positive
 from aihw.catalogue.detect import Detection, match_device
+from aihw.precision import get_format
 
-DEVICE_CHOICES = ("auto", "cpu", "cuda", "cuda:N", "mps")
-BACKEND_CHOICES = ("auto", "gloo", "nccl")
+DEVICE_CHOICES = ("auto", "cpu", "cuda", "cuda:N", "mps")  # "cuda:N" stands for any GPU index
+Backend = Literal["auto", "gloo", "nccl"]
+BACKEND_CHOICES: tuple[str, ...] = get_args(Backend)
+
+
+def torch_dtype(precision: str) -> torch.dtype:
+    """The torch dtype holding a number format of the registry (:mod:`aihw.precision`; aliases accepted).
+
+    Raises ValueError for a format torch has no dtype for (int4, fp4).
+    """
+    fmt = get_format(precision)
+    dtype = getattr(torch, fmt.torch_dtype, None) if fmt.torch_dtype else None
+    if not isinstance(dtype, torch.dtype):
+        raise ValueError(f"torch {torch.__version__} has no dtype for {fmt.name}")
+    return dtype
+
+
+def fp8_matmul_support(device: torch.device | str = "cuda") -> str | None:
+    """None if ``device`` can run real FP8 matmuls (torch._scaled_mm on CUDA, capability ≥ 8.9), else why not.
+
+    The one FP8-capability check: the roofline measurement and the FP8 quantized model both ask it.
+    """
+    device = torch.device(device)
+    if device.type != "cuda":
+        return f"no FP8 matmul kernel on {device.type}: FP8 tensor cores need an NVIDIA GPU of compute capability ≥ 8.9"
+    if not torch.cuda.is_available():
+        return "no CUDA GPU is available"
+    if not hasattr(torch, "_scaled_mm"):
+        return f"this torch ({torch.__version__}) has no torch._scaled_mm"
+    cap = torch.cuda.get_device_capability(device)
+    if cap < (8, 9):
+        return f"{torch.cuda.get_device_name(device)} (capability {cap[0]}.{cap[1]}) has no FP8 tensor cores"
+    return None
 
 
 def _mps_available() -> bool:
@@ -98,7 +131,7 @@ GLOO_CUDA_COLLECTIVES = ("all_reduce", "broadcast", "barrier")  # what gloo does
 GPU_COMPUTE_LABEL = "compute on GPU, communication through gloo"
 
 
-def pick_backend(world_size: int, *, preference: str = "auto", gpu_compute: bool = False) -> BackendChoice:
+def pick_backend(world_size: int, *, preference: Backend = "auto", gpu_compute: bool = False) -> BackendChoice:
     """Choose "nccl" (one GPU per rank) or "gloo" for ``world_size`` ranks on this machine.
 
     preference "auto" takes NCCL when CUDA and NCCL are available and there is a GPU per rank, else gloo;

@@ -1,18 +1,18 @@
 """Count the FLOPs of a real training step and time it: the check behind the 6·N·D rule.
 
 PyTorch's ``FlopCounterMode`` counts the FLOPs of every matmul-like operator (2 per multiply-add) as the step
-runs; we compare them with the analytic count of :func:`aihw.scaling.flops_per_token`.
+runs; we compare them with the analytic count of :func:`aihw.flops.model_flops_per_token`.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from aihw._validate import require_positive
+from aihw.measure.timing import time_op
 from aihw.models.tinygpt import TinyGPT, TinyGPTConfig, random_batch
 
 
@@ -47,15 +47,15 @@ def count_training_step(config: TinyGPTConfig, *, batch: int = 8, repeats: int =
     with FlopCounterMode(display=False) as counter:
         _, loss = model(idx, targets)
         loss.backward()
-    times = []
-    for _ in range(repeats):
+
+    def step() -> None:
         model.zero_grad(set_to_none=True)
-        start = time.perf_counter()
         _, loss = model(idx, targets)
         loss.backward()
-        times.append(time.perf_counter() - start)
+
+    seconds = time_op(step, warmup=1, repeats=repeats, inner=1).median
     embedding = sum(p.numel() for p in model.embed.parameters())
     params = model.num_params()
     return StepCount(config=config, batch=batch, tokens=idx.numel(), params=params,
                      non_embedding_params=params - embedding, counted_flops=int(counter.get_total_flops()),
-                     forward_flops=int(forward_counter.get_total_flops()), seconds=sorted(times)[len(times) // 2])
+                     forward_flops=int(forward_counter.get_total_flops()), seconds=seconds)

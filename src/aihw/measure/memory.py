@@ -24,10 +24,13 @@ from typing import Literal, get_args
 import torch
 
 from aihw._validate import require_choice, require_positive
+from aihw.measure.device import pick_device
+from aihw.measure.tensors import SavedTensorCounter, storage_bytes
 from aihw.memory import MemoryConfig, activation_bytes_per_layer, estimate
 from aihw.models.tinygpt import TinyGPT, TinyGPTConfig, random_batch
 
-OPTIMIZERS = ("sgd", "sgd_momentum", "adam", "adamw")
+MeasuredOptimizer = Literal["sgd", "sgd_momentum", "adam", "adamw"]  # the torch.optim ones of memory.Optimizer
+OPTIMIZERS: tuple[str, ...] = get_args(MeasuredOptimizer)
 MEASURED = ("weights", "gradients", "optimizer", "activations")
 Precision = Literal["fp32", "bf16-autocast"]
 PRECISIONS: tuple[str, ...] = get_args(Precision)
@@ -40,7 +43,7 @@ class MeasureConfig:
     model: TinyGPTConfig = TinyGPTConfig()  # architecture and recomputation mode
     batch: int = 8  # sequences per step
     seq: int | None = None  # tokens per sequence; None: the model's seq_len
-    optimizer: str = "adamw"  # "sgd", "sgd_momentum", "adam", "adamw" (fp32 states)
+    optimizer: MeasuredOptimizer = "adamw"  # fp32 states
     device: str = "cpu"  # "cpu", "cuda" or "auto" (cuda when available)
     seed: int = 0  # parameter init and batch
     # "bf16-autocast": forward and loss under torch.autocast(device_type, dtype=torch.bfloat16), parameters,
@@ -65,15 +68,6 @@ class MeasureConfig:
         return self.model.seq_len if self.seq is None else self.seq
 
 
-def storage_bytes(tensors: Iterable[torch.Tensor]) -> int:
-    """Bytes of the distinct storages behind ``tensors`` (a view or a repeat costs nothing extra)."""
-    seen: dict[tuple, int] = {}
-    for t in tensors:
-        st = t.untyped_storage()
-        seen[(t.device, st.data_ptr())] = st.nbytes()
-    return sum(seen.values())
-
-
 def model_state_bytes(model: torch.nn.Module, optimizer: torch.optim.Optimizer | None = None) -> dict[str, int]:
     """Exact bytes of weights, gradients and optimizer state (moments + step counters) held right now."""
     params = list(model.parameters())
@@ -84,41 +78,11 @@ def model_state_bytes(model: torch.nn.Module, optimizer: torch.optim.Optimizer |
             "optimizer": storage_bytes(state)}
 
 
-class SavedTensorCounter:
-    """Context manager counting the bytes autograd saves for backward, each storage once."""
-
-    def __init__(self, model: torch.nn.Module) -> None:
-        self._exclude = {(t.device, t.untyped_storage().data_ptr())
-                         for t in (*model.parameters(), *model.buffers())}
-        self.storages: dict[tuple, int] = {}
-        self.saves = 0  # number of pack calls (a tensor saved twice counts twice here, once in bytes)
-
-    def _pack(self, t: torch.Tensor) -> torch.Tensor:
-        self.saves += 1
-        key = (t.device, t.untyped_storage().data_ptr())
-        if key not in self._exclude:
-            self.storages[key] = t.untyped_storage().nbytes()
-        return t
-
-    def __enter__(self) -> SavedTensorCounter:
-        self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, lambda t: t)
-        self._hooks.__enter__()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._hooks.__exit__(*exc)
-
-    @property
-    def bytes(self) -> int:
-        return sum(self.storages.values())
-
-
 def _device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device='cuda' asked for but torch.cuda.is_available() is False; use 'cpu' or 'auto'")
-    return torch.device(name)
+    """The device (see :func:`aihw.measure.device.pick_device`); "auto" on a Mac measures the CPU, since the
+    peak is read from the CUDA allocator or the CPU profiler only."""
+    device = pick_device(name)
+    return device if device.type in ("cpu", "cuda") else torch.device("cpu")
 
 
 def _optimizer(name: str, params) -> torch.optim.Optimizer:

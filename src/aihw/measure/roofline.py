@@ -1,34 +1,32 @@
 """Measure the reader's own device: matmul FLOP/s per dtype and copy bandwidth, to place it on a roofline.
 
-Every number is timed here, on this machine: median of ``repeats`` samples, wall-clock ``time.perf_counter``
-with a device synchronise before reading the clock on GPUs. Small operations are repeated inside one
-sample until it lasts at least ``MIN_SAMPLE_S``, so timer resolution does not dominate. Whatever cannot run
-(a dtype this device lacks, a size that would overrun ``max_seconds``) is skipped and the reason recorded.
+Every number is timed here, on this machine, with the package's timing harness
+(:func:`aihw.measure.timing.time_op`): median of ``repeats`` samples, each at least ``MIN_SAMPLE_S`` long, with a
+device synchronise before reading the clock on GPUs. Whatever cannot run (a dtype this device lacks, a size that
+would overrun ``max_seconds``) is skipped and the reason recorded.
 """
 
 from __future__ import annotations
 
-import math
 import re
-import statistics
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from functools import partial
+from typing import Literal, get_args
 
 import torch
 
 from aihw._validate import require_choice, require_positive
-from aihw.measure.device import DEVICE_CHOICES, describe_device, pick_device
+from aihw.measure.device import DEVICE_CHOICES, describe_device, fp8_matmul_support, pick_device, torch_dtype
+from aihw.measure.timing import time_op
+from aihw.precision import bytes_per_element
 
-DTYPE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1}  # bytes per input element
+# The matmul dtypes measured: names of the registry of number formats (aihw.precision); "fp8" is E4M3.
+Dtype = Literal["fp32", "tf32", "bf16", "fp16", "fp8"]
+DTYPES: tuple[str, ...] = get_args(Dtype)
 MIN_SAMPLE_S = 0.01  # each timed sample lasts at least this long (seconds), to average out timer noise
-MAX_INNER_CALLS = 10_000  # cap on calls per sample for tiny operations
-
-
-def _torch_dtype(name: str) -> torch.dtype:
-    return {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16,
-            "fp16": torch.float16, "fp8": torch.float8_e4m3fn}[name]
 
 
 def _require_tuple(name: str, values: object, check: Callable[[str, object], object]) -> None:
@@ -45,7 +43,7 @@ class MeasureConfig:
     """What to time on one device and how long it may take."""
 
     device: str = "auto"  # "auto" | "cpu" | "cuda" | "cuda:N" | "mps"
-    dtypes: tuple[str, ...] = ("fp32", "bf16")  # any of fp32, tf32, bf16, fp16, fp8
+    dtypes: tuple[Dtype, ...] = ("fp32", "bf16")  # any of DTYPES
     matmul_sizes: tuple[int, ...] = (128, 256, 512, 1024)  # n for n x n @ n x n
     copy_mib: tuple[float, ...] = (1, 16, 64)  # buffer sizes for the copy test, MiB (2**20 bytes)
     repeats: int = 5  # timed samples per point; the median is reported
@@ -57,7 +55,7 @@ class MeasureConfig:
                                                                 self.device.strip().lower()):
             require_choice("device", self.device, DEVICE_CHOICES)
             raise ValueError(f"device {self.device!r}: write N as a GPU index, e.g. 'cuda:0'")
-        _require_tuple("dtypes", self.dtypes, lambda name, v: require_choice(name, v, DTYPE_BYTES))
+        _require_tuple("dtypes", self.dtypes, lambda name, v: require_choice(name, v, DTYPES))
         _require_tuple("matmul_sizes", self.matmul_sizes,
                        lambda name, v: _require_int(name, v, 1, 65_536))
         _require_tuple("copy_mib", self.copy_mib, require_positive)
@@ -142,41 +140,13 @@ class _Budget:
         return self.seconds - (time.perf_counter() - self.start)
 
 
-def _synchronizer(device: torch.device) -> Callable[[], None]:
-    if device.type == "cuda" and torch.cuda.is_available():
-        return lambda: torch.cuda.synchronize(device)
-    if device.type == "mps":
-        return torch.mps.synchronize
-    return lambda: None
-
-
-def _time_op(op: Callable[[], object], sync: Callable[[], None], config: MeasureConfig,
-             budget: _Budget) -> float | str:
+def _time(op: Callable[[], object], device: torch.device, config: MeasureConfig, budget: _Budget) -> float | str:
     """Median seconds per call of ``op``, or a reason string if it would overrun the budget."""
-    start = time.perf_counter()
-    op()
-    sync()
-    first = time.perf_counter() - start  # a probe; it is also the first warm-up call
-    estimate = first * (config.warmup + config.repeats)
-    if estimate > budget.left():
-        return (f"skipped: one call took {first:.3g} s, so about {estimate:.3g} s needed but "
-                f"{max(budget.left(), 0):.3g} s left of max_seconds={config.max_seconds:g}")
-    for _ in range(config.warmup - 1):
-        op()
-    sync()
-    start = time.perf_counter()
-    op()
-    sync()
-    single = max(time.perf_counter() - start, 1e-9)
-    inner = max(1, min(MAX_INNER_CALLS, math.ceil(MIN_SAMPLE_S / single)))
-    samples = []
-    for _ in range(config.repeats):
-        start = time.perf_counter()
-        for _ in range(inner):
-            op()
-        sync()
-        samples.append((time.perf_counter() - start) / inner)
-    return statistics.median(samples)
+    try:
+        return time_op(op, device=device, warmup=config.warmup, repeats=config.repeats, min_sample_s=MIN_SAMPLE_S,
+                       max_seconds=budget.left()).median
+    except ValueError as exc:
+        return f"skipped: {exc} (what is left of max_seconds={config.max_seconds:g})"
 
 
 def _unsupported_reason(dtype: str, device: torch.device) -> str | None:
@@ -188,10 +158,10 @@ def _unsupported_reason(dtype: str, device: torch.device) -> str | None:
         if capability < (8, 0):
             return f"tf32 needs compute capability >= 8.0; this GPU is {capability[0]}.{capability[1]}"
     if dtype == "fp8":
-        if capability is None or capability < (8, 9) or not hasattr(torch, "_scaled_mm"):
-            return (f"fp8 matmul is measured only on CUDA GPUs with compute capability >= 8.9 via "
-                    f"torch._scaled_mm; on {device} torch would run an emulated kernel that says nothing "
-                    "about fp8 hardware")
+        reason = fp8_matmul_support(device)
+        if reason is not None:
+            return (f"fp8 matmul is measured only on CUDA GPUs with FP8 tensor cores, via torch._scaled_mm ({reason}); "
+                    "elsewhere torch would run an emulated kernel that says nothing about fp8 hardware")
     return None
 
 
@@ -219,8 +189,8 @@ def _fp32_mode(dtype: str, device: torch.device) -> Iterator[None]:
 
 
 def _matmul_op(dtype: str, n: int, device: torch.device) -> Callable[[], object]:
-    a = torch.randn(n, n, device=device).to(_torch_dtype(dtype))
-    b = torch.randn(n, n, device=device).to(_torch_dtype(dtype))
+    a = torch.randn(n, n, device=device).to(torch_dtype(dtype))
+    b = torch.randn(n, n, device=device).to(torch_dtype(dtype))
     if dtype == "fp8":  # _scaled_mm wants B column-major and n a multiple of 16
         if n % 16:
             raise ValueError(f"fp8 needs n to be a multiple of 16, got {n}")
@@ -232,30 +202,30 @@ def _matmul_op(dtype: str, n: int, device: torch.device) -> Callable[[], object]
 
 
 def _measure_matmuls(dtype: str, device: torch.device, config: MeasureConfig, budget: _Budget,
-                     sync: Callable[[], None], skipped: list[str]) -> list[MatmulPoint]:
+                     skipped: list[str]) -> list[MatmulPoint]:
     points = []
     with _fp32_mode(dtype, device):
         for n in config.matmul_sizes:
             try:
-                seconds = _time_op(_matmul_op(dtype, n, device), sync, config, budget)
+                seconds = _time(_matmul_op(dtype, n, device), device, config, budget)
             except (RuntimeError, ValueError) as exc:  # a dtype or size this device cannot run
                 seconds = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
             if isinstance(seconds, str):
                 skipped.append(f"{dtype} n={n}: {seconds}")
                 continue
             points.append(MatmulPoint(dtype, n, seconds, 2 * n**3 / seconds,
-                                      2 * n / (3 * DTYPE_BYTES[dtype])))
+                                      2 * n / (3 * bytes_per_element(dtype))))
     return points
 
 
 def _measure_copies(device: torch.device, config: MeasureConfig, budget: _Budget,
-                    sync: Callable[[], None], skipped: list[str]) -> list[CopyPoint]:
+                    skipped: list[str]) -> list[CopyPoint]:
     points = []
     for mib in config.copy_mib:
         elements = max(1, int(mib * 2**20) // 4)
         source = torch.rand(elements, device=device)
         target = torch.empty_like(source)
-        seconds = _time_op(lambda s=source, t=target: t.copy_(s), sync, config, budget)
+        seconds = _time(partial(target.copy_, source), device, config, budget)
         if isinstance(seconds, str):
             skipped.append(f"copy {mib:g} MiB: {seconds}")
             continue
@@ -267,16 +237,15 @@ def measure_device(config: MeasureConfig = MeasureConfig()) -> DeviceMeasurement
     """Time copies, then matmuls for each dtype and size in ``config``, on one device, within max_seconds."""
     device = pick_device(config.device)
     budget = _Budget(config.max_seconds)
-    sync = _synchronizer(device)
     skipped: list[str] = []
-    copies = _measure_copies(device, config, budget, sync, skipped)
+    copies = _measure_copies(device, config, budget, skipped)
     matmuls: list[MatmulPoint] = []
     for dtype in config.dtypes:
         reason = _unsupported_reason(dtype, device)
         if reason is not None:
             skipped.append(f"{dtype}: {reason}")
             continue
-        matmuls.extend(_measure_matmuls(dtype, device, config, budget, sync, skipped))
+        matmuls.extend(_measure_matmuls(dtype, device, config, budget, skipped))
     description = describe_device(device)
     return DeviceMeasurement(str(device), description, tuple(matmuls), tuple(copies), tuple(skipped),
                              _busy_notes(description))
@@ -312,7 +281,7 @@ def achieved_vs_peak(measurement: DeviceMeasurement, chip=None) -> list[dict]:
     bandwidth against the datasheet's. ``chip`` is a catalogue :class:`~aihw.catalogue.hardware.Chip` (the detected
     one) or None (an unknown GPU or a CPU): the datasheet columns are then None and the note says why."""
     rows = []
-    for dtype in sorted({p.dtype for p in measurement.matmul}, key=list(DTYPE_BYTES).index):
+    for dtype in sorted({p.dtype for p in measurement.matmul}, key=DTYPES.index):
         measured = measurement.best_flops(dtype)
         peak = chip.peak_flops(dtype) if chip is not None and dtype in chip.flops else None
         note = ("" if peak else "no catalogue chip for this device" if chip is None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import torch
@@ -60,14 +60,18 @@ class Timing:
 
 
 def time_op(op: Callable[[], object], *, device: torch.device | str = "cpu", warmup: int = 2, repeats: int = 5,
-            min_sample_s: float = 2e-3, max_seconds: float | None = None) -> Timing:
+            min_sample_s: float = 2e-3, max_seconds: float | None = None, inner: int | None = None) -> Timing:
     """Time ``op()`` on ``device``: ``warmup`` untimed calls, then ``repeats`` timed samples.
 
     ``max_seconds`` bounds the whole measurement: when the first call shows it would take longer, ValueError
-    says how long it would take. Raises ValueError for non-positive counts.
+    says how long it would take. ``inner`` fixes the calls per sample (``inner=1`` times every call on its own;
+    collectives need a fixed count so that every rank makes the same calls); None: enough to last
+    ``min_sample_s``. Raises ValueError for non-positive counts.
     """
     require_positive("repeats", repeats)
     require_positive("min_sample_s", min_sample_s)
+    if inner is not None:
+        require_positive("inner", inner, integer=True)
     if warmup < 0:
         raise ValueError(f"warmup must be >= 0, got {warmup}")
     sync = synchronizer(device)
@@ -85,7 +89,8 @@ def time_op(op: Callable[[], object], *, device: torch.device | str = "cpu", war
     op()
     sync()
     single = max(time.perf_counter() - start, 1e-9)
-    inner = max(1, min(MAX_INNER_CALLS, math.ceil(min_sample_s / single)))
+    if inner is None:
+        inner = _inner_calls(single, min_sample_s)
     samples = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -94,3 +99,38 @@ def time_op(op: Callable[[], object], *, device: torch.device | str = "cpu", war
         sync()
         samples.append((time.perf_counter() - start) / inner)
     return Timing(tuple(samples), inner)
+
+
+def _inner_calls(single_s: float, min_sample_s: float) -> int:
+    """Back-to-back calls that make one sample last at least ``min_sample_s`` (at most MAX_INNER_CALLS)."""
+    return max(1, min(MAX_INNER_CALLS, math.ceil(min_sample_s / max(single_s, 1e-9))))
+
+
+def time_ops(ops: Mapping[str, Callable[[], object]], *, device: torch.device | str = "cpu", warmup: int = 2,
+             repeats: int = 5, min_sample_s: float = 2e-3) -> dict[str, Timing]:
+    """Time several operations in turn, round after round, so that a slow spell of a shared machine hits them
+    all alike (comparisons such as fp32 against int8 stay fair). Same warm-up and samples as :func:`time_op`.
+    """
+    require_positive("repeats", repeats)
+    require_positive("min_sample_s", min_sample_s)
+    if not ops:
+        raise ValueError("time_ops needs at least one operation")
+    sync = synchronizer(device)
+    inner = {}
+    for name, op in ops.items():
+        for _ in range(warmup):
+            op()
+        sync()
+        start = time.perf_counter()
+        op()
+        sync()
+        inner[name] = _inner_calls(time.perf_counter() - start, min_sample_s)
+    samples: dict[str, list[float]] = {name: [] for name in ops}
+    for _ in range(repeats):
+        for name, op in ops.items():
+            start = time.perf_counter()
+            for _ in range(inner[name]):
+                op()
+            sync()
+            samples[name].append((time.perf_counter() - start) / inner[name])
+    return {name: Timing(tuple(samples[name]), inner[name]) for name in ops}

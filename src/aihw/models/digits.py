@@ -13,17 +13,20 @@ import io
 import json
 import os
 import pickle
-import statistics
-import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import torch
 from torch import nn
 
 from aihw._validate import require_in_range, require_positive
+from aihw.measure.tensors import tensor_bytes
+from aihw.measure.timing import time_ops
+
+M = TypeVar("M", bound=nn.Module)
 
 CACHE_FORMAT = 1  # bump when the saved layout or the training loop changes
 IN_FEATURES, CLASSES = 64, 10
@@ -108,15 +111,16 @@ def torch_threads(threads: int | None) -> Iterator[None]:
 LossFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]  # (logits, x, y) -> loss
 
 
-def fit(model: nn.Module, data: Digits, config: TrainConfig, *, loss_fn: LossFn | None = None,
-        on_epoch: Callable[[int, float], None] | None = None, threads: int | None = 1) -> nn.Module:
+def fit(model: M, data: Digits, config: TrainConfig, *, loss_fn: LossFn | None = None,
+        on_epoch: Callable[[int, float], None] | None = None, threads: int | None = 1) -> M:
     """Train ``model`` in place with Adam; ``loss_fn(logits, x, y)`` defaults to cross-entropy.
 
     Seeded from ``config.seed`` without touching the global RNG. ``on_epoch(epoch, mean_loss)`` is a hook for
     live plots. ``threads``: see :func:`torch_threads`. Returns the model in eval mode.
     """
     with torch_threads(threads):
-        return _fit(model, data, config, loss_fn, on_epoch)
+        _fit(model, data, config, loss_fn, on_epoch)
+    return model
 
 
 def _fit(model, data, config, loss_fn, on_epoch) -> nn.Module:
@@ -197,8 +201,7 @@ def size_bytes(model: nn.Module) -> int:
 
 def param_bytes(model: nn.Module) -> int:
     """Bytes of the parameters and buffers alone, as stored in memory (no file overhead)."""
-    tensors = [*model.parameters(), *model.buffers()]
-    return sum(t.numel() * t.element_size() for t in tensors)
+    return tensor_bytes([*model.parameters(), *model.buffers()])
 
 
 def latencies(models: Mapping[str, nn.Module], x: torch.Tensor, *, repeats: int = 15, warmup: int = 3,
@@ -212,26 +215,10 @@ def latencies(models: Mapping[str, nn.Module], x: torch.Tensor, *, repeats: int 
     require_positive("repeats", repeats, integer=True)
     if not models:
         raise ValueError("latencies needs at least one model")
+    ops = {name: (lambda m=model: m(x)) for name, model in models.items()}
     with torch_threads(threads), torch.inference_mode():
-        return _latencies(models, x, repeats, warmup, min_sample_s)
-
-
-def _latencies(models, x, repeats, warmup, min_sample_s) -> dict[str, float]:
-    loops = {}
-    for name, model in models.items():
-        for _ in range(warmup):
-            model(x)
-        start = time.perf_counter()
-        model(x)
-        loops[name] = max(1, int(min_sample_s / max(time.perf_counter() - start, 1e-7)))
-    samples: dict[str, list[float]] = {name: [] for name in models}
-    for _ in range(repeats):
-        for name, model in models.items():
-            start = time.perf_counter()
-            for _ in range(loops[name]):
-                model(x)
-            samples[name].append((time.perf_counter() - start) / loops[name])
-    return {name: statistics.median(s) for name, s in samples.items()}
+        timings = time_ops(ops, device=x.device, warmup=warmup, repeats=repeats, min_sample_s=min_sample_s)
+    return {name: t.median for name, t in timings.items()}
 
 
 def latency(model: nn.Module, x: torch.Tensor, **kwargs) -> float:

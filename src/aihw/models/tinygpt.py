@@ -18,9 +18,8 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from aihw._validate import require_choice, require_in_range, require_positive
+from aihw.flops import RECOMPUTE_CHOICES, Recompute
 from aihw.model_presets import ModelShape
-
-RECOMPUTE = ("none", "selective", "full")
 
 
 @dataclass(frozen=True)
@@ -33,7 +32,7 @@ class TinyGPTConfig:
     heads: int = 4  # attention heads a; head dimension = width / heads
     seq_len: int = 64  # context length: the position table has this many rows
     dropout: float = 0.0  # 0 keeps runs deterministic and saves no dropout masks (the memory chapter's case)
-    recompute: str = "none"  # activation recomputation: "none", "selective" (attention core), "full" (blocks)
+    recompute: Recompute = "none"  # "selective" recomputes the attention core, "full" whole blocks
 
     def __post_init__(self) -> None:
         for name in ("vocab", "width", "depth", "heads", "seq_len"):
@@ -41,7 +40,7 @@ class TinyGPTConfig:
         if self.width % self.heads:
             raise ValueError(f"heads={self.heads} must divide width={self.width}")
         require_in_range("dropout", self.dropout, 0.0, 1.0, high_inclusive=False)
-        require_choice("recompute", self.recompute, RECOMPUTE)
+        require_choice("recompute", self.recompute, RECOMPUTE_CHOICES)
 
     def shape(self) -> ModelShape:
         """The same architecture as a :class:`ModelShape` (GPT-2 style), for the analytic estimator."""
@@ -58,6 +57,7 @@ class CausalSelfAttention(nn.Module):
         self.qkv = nn.Linear(cfg.width, 3 * cfg.width)
         self.proj = nn.Linear(cfg.width, cfg.width)
         mask = torch.full((cfg.seq_len, cfg.seq_len), float("-inf")).triu(1)  # additive: saves nothing
+        self.causal_mask: torch.Tensor
         self.register_buffer("causal_mask", mask, persistent=False)
 
     def core(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:

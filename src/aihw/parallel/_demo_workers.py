@@ -31,6 +31,7 @@ def all_reduce_sum(ctx: RankContext) -> dict:
     """Each rank contributes rank + 1; after all_reduce(SUM) every rank holds expected_sum(world_size)."""
     value = torch.tensor([float(ctx.rank + 1)], device=ctx.device)
     dist.all_reduce(value, op=dist.ReduceOp.SUM)
+    ctx.progress(f"summed on {ctx.world_size} ranks")  # reaches launch(on_progress=...) from rank 0 only
     return {"rank": ctx.rank, "world_size": ctx.world_size, "total": value.cpu().item(),
             "backend": ctx.backend, "threads": torch.get_num_threads(), "pid": os.getpid()}
 

@@ -27,16 +27,28 @@ from aihw._validate import require_choice
 MIN_PIECE_BYTES = 256 * 1024  # the ring pipelines a chunk in pieces no smaller than this
 
 
+def _isend(tensor: torch.Tensor, dst: int) -> dist.Work:
+    work = dist.isend(tensor, dst)
+    assert work is not None  # point-to-point calls always return a handle
+    return work
+
+
+def _irecv(tensor: torch.Tensor, src: int) -> dist.Work:
+    work = dist.irecv(tensor, src)
+    assert work is not None
+    return work
+
+
 def _exchange(send: torch.Tensor, dst: int, recv: torch.Tensor, src: int) -> None:
     """Send ``send`` to ``dst`` while receiving ``recv`` from ``src`` (both non-blocking, then wait).
 
     An empty tensor is neither sent nor received: the peer knows the size too and skips it as well.
     """
-    requests = []
+    requests: list[dist.Work] = []
     if recv.numel():  # receive posted first: the incoming bytes can land in place when they arrive
-        requests.append(dist.irecv(recv, src))
+        requests.append(_irecv(recv, src))
     if send.numel():
-        requests.append(dist.isend(send, dst))
+        requests.append(_isend(send, dst))
     for request in requests:
         request.wait()
 
@@ -92,13 +104,13 @@ def _ring_phase(flat: torch.Tensor, send_chunk: Callable[[int], int], *, reduce:
         count = max(1, min(segments, (end - start) * flat.element_size() // MIN_PIECE_BYTES))
         return [(start + a, start + b) for a, b in chunk_bounds(end - start, count) if b > a]
 
-    def post_receives(step: int) -> list:  # into the spare buffer: the other one is still being added
+    def post_receives(step: int) -> list[dist.Work]:  # into the spare buffer: the other one is still being added
         start = bounds[send_chunk(step + 1)][0]
-        return [dist.irecv(buffers[step % 2][a - start:b - start] if reduce else flat[a:b], left)
+        return [_irecv(buffers[step % 2][a - start:b - start] if reduce else flat[a:b], left)
                 for a, b in pieces(send_chunk(step + 1))]
 
     receives = post_receives(0)  # posted before sending: incoming pieces land in place
-    sends = [dist.isend(flat[a:b], right) for a, b in pieces(send_chunk(0))]
+    sends = [_isend(flat[a:b], right) for a, b in pieces(send_chunk(0))]
     for step in range(p - 1):
         upcoming = post_receives(step + 1) if step + 2 < p else []
         start = bounds[send_chunk(step + 1)][0]
@@ -107,7 +119,7 @@ def _ring_phase(flat: torch.Tensor, send_chunk: Callable[[int], int], *, reduce:
             if reduce:
                 flat[a:b].add_(buffers[step % 2][a - start:b - start])
             if step + 2 < p:  # forward this piece at once: it is what the next step sends
-                sends.append(dist.isend(flat[a:b], right))
+                sends.append(_isend(flat[a:b], right))
         receives = upcoming
     for request in sends:
         request.wait()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import torch
@@ -21,6 +21,7 @@ import torch.distributed as dist
 
 from aihw._validate import require_choice, require_positive
 from aihw.collective_cost import LinkModel, algorithm_bandwidth, bus_bandwidth, fit_alpha_beta
+from aihw.measure.timing import time_op
 from aihw.parallel.collectives import ALGORITHM_NAMES, all_reduce
 from aihw.parallel.launch import LaunchConfig, RankContext, launch, run_under_torchrun
 
@@ -37,7 +38,6 @@ class BenchConfig:
     budget_s: float = 0.15  # seconds of timed calls per point (after one warm-up call)
     min_iters: int = 2  # at least this many timed calls per point
     max_iters: int = 200  # at most this many
-    progress_path: str = ""  # if set, rank 0 appends one line per finished point (read by progress bars)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sizes_bytes", tuple(self.sizes_bytes))
@@ -64,15 +64,6 @@ def _slowest(seconds: list[float], device: torch.device) -> list[float]:
     return value.tolist()
 
 
-def _call(algorithm: str, buffer: torch.Tensor) -> float:
-    """Seconds for one all-reduce; on a GPU, waits for the kernels to finish before stopping the clock."""
-    start = time.perf_counter()
-    all_reduce(buffer, algorithm)
-    if buffer.is_cuda:
-        torch.cuda.synchronize(buffer.device)
-    return time.perf_counter() - start
-
-
 def time_all_reduce(algorithm: str, size_bytes: int, config: BenchConfig,
                     device: torch.device = CPU) -> tuple[float, int]:
     """(median seconds per call on the slowest rank, calls timed) for one algorithm and size; call on every rank.
@@ -81,12 +72,17 @@ def time_all_reduce(algorithm: str, size_bytes: int, config: BenchConfig,
     busy machine does not move the result.
     """
     buffer = torch.zeros(size_bytes // 4, dtype=torch.float32, device=device)
+
+    def call() -> None:
+        all_reduce(buffer, algorithm)
+
+    # inner=1: every call timed on its own, and every rank makes the same calls (a collective needs them all)
     dist.barrier()
-    estimate = _slowest([_call(algorithm, buffer)], device)[0]  # warm-up, and a first estimate per call
+    estimate = _slowest([time_op(call, device=device, warmup=0, repeats=1, inner=1).median], device)[0]
     iters = int(min(config.max_iters, max(config.min_iters, config.budget_s // max(estimate, 1e-9))))
     dist.barrier()
-    seconds = [_call(algorithm, buffer) for _ in range(iters)]
-    return statistics.median(_slowest(seconds, device)), iters
+    seconds = time_op(call, device=device, warmup=0, repeats=iters, inner=1).samples
+    return statistics.median(_slowest(list(seconds), device)), iters
 
 
 def bench_worker(ctx: RankContext, config: BenchConfig) -> list[dict] | None:
@@ -100,15 +96,17 @@ def bench_worker(ctx: RankContext, config: BenchConfig) -> list[dict] | None:
                          "time_s": seconds, "iters": iters, "algbw": algbw,
                          "busbw": bus_bandwidth(algbw, ctx.world_size) if ctx.world_size > 1 else 0.0,
                          "backend": ctx.backend})
-            if ctx.rank == 0 and config.progress_path:
-                with open(config.progress_path, "a", encoding="utf-8") as handle:
-                    handle.write(f"{algorithm} {size}\n")
+            ctx.progress(f"{algorithm} {size}")
     return rows if ctx.rank == 0 else None
 
 
-def measure(config: BenchConfig = BenchConfig(), *, world_size: int = 2, timeout_s: float = 300.0) -> list[dict]:
-    """Run :func:`bench_worker` on ``world_size`` spawned ranks (one thread each); return rank 0's rows."""
-    return launch(bench_worker, config, config=LaunchConfig(world_size=world_size, timeout_s=timeout_s))[0]
+def measure(config: BenchConfig = BenchConfig(), *, world_size: int = 2, timeout_s: float = 300.0,
+            on_progress: Callable[[str], None] | None = None) -> list[dict]:
+    """Run :func:`bench_worker` on ``world_size`` spawned ranks (one thread each); return rank 0's rows.
+
+    ``on_progress(message)`` is called once per finished (algorithm, size) point."""
+    return launch(bench_worker, config, config=LaunchConfig(world_size=world_size, timeout_s=timeout_s),
+                  on_progress=on_progress)[0]
 
 
 def rows_for(rows: list[dict], algorithm: str) -> list[dict]:

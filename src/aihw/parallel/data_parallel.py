@@ -20,9 +20,12 @@ import argparse
 import functools
 import hashlib
 import os
+import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import Literal, get_args
 
 import torch
 import torch.distributed as dist
@@ -31,9 +34,11 @@ from torch import nn
 
 from aihw._validate import require_choice, require_positive
 from aihw.measure.device import pick_backend
+from aihw.measure.tensors import grad_of, tensor_bytes
 from aihw.parallel.launch import LaunchConfig, RankContext, launch, launch_each, run_under_torchrun
 
-MODES = ("naive", "bucketed", "ddp")
+Mode = Literal["naive", "bucketed", "ddp"]
+MODES: tuple[str, ...] = get_args(Mode)
 CPU = torch.device("cpu")
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -51,7 +56,6 @@ class DPConfig:
     bucket_bytes: int = 64 * 1024  # bucket size of the bucketed mode and of DDP, bytes
     dtype: str = "float32"  # "float32" or "float64" (float64 shrinks rounding differences)
     seed: int = 0  # model initialisation and batch order
-    progress_path: str = ""  # if set, rank 0 appends one line per finished step (read by progress bars)
 
     def __post_init__(self) -> None:
         require_choice("mode", self.mode, MODES)
@@ -88,7 +92,7 @@ def digits_batch(step: int, config: DPConfig, *, rank: int = 0, world_size: int 
     return features[index].to(DTYPES[config.dtype]), labels[index]
 
 
-def make_model(config: DPConfig) -> nn.Module:
+def make_model(config: DPConfig) -> nn.Sequential:
     """MLP 64 -> hidden -> hidden -> 10, initialised from ``config.seed`` (identical on every rank)."""
     torch.manual_seed(config.seed)
     model = nn.Sequential(nn.Linear(64, config.hidden), nn.ReLU(), nn.Linear(config.hidden, config.hidden),
@@ -117,14 +121,14 @@ class BucketedGradSync:
         self.buckets: list[list[nn.Parameter]] = [[]]
         size = 0
         for param in reversed([p for p in model.parameters() if p.requires_grad]):
-            if self.buckets[-1] and size + param.numel() * param.element_size() > bucket_bytes:
+            if self.buckets[-1] and size + tensor_bytes(param) > bucket_bytes:
                 self.buckets.append([])
                 size = 0
             self.buckets[-1].append(param)
-            size += param.numel() * param.element_size()
+            size += tensor_bytes(param)
         self.bucket_of = {id(p): i for i, bucket in enumerate(self.buckets) for p in bucket}
         self.ready = [0] * len(self.buckets)
-        self.pending: list[tuple[int, torch.Tensor, object]] = []
+        self.pending: list[tuple[int, torch.Tensor, dist.Work]] = []
         self.hooks = [p.register_post_accumulate_grad_hook(self._on_grad_ready)
                       for bucket in self.buckets for p in bucket]
 
@@ -132,8 +136,10 @@ class BucketedGradSync:
         index = self.bucket_of[id(param)]
         self.ready[index] += 1
         if self.ready[index] == len(self.buckets[index]):
-            flat = torch.cat([p.grad.reshape(-1) for p in self.buckets[index]])
-            self.pending.append((index, flat, dist.all_reduce(flat, async_op=True)))
+            flat = torch.cat([grad_of(p).reshape(-1) for p in self.buckets[index]])
+            handle = dist.all_reduce(flat, async_op=True)
+            assert handle is not None  # async_op=True always returns a handle
+            self.pending.append((index, flat, handle))
 
     def finish(self) -> None:
         """Wait for every bucket's all-reduce, average, and copy the result into ``param.grad``."""
@@ -143,7 +149,7 @@ class BucketedGradSync:
             flat /= world_size
             offset = 0
             for param in self.buckets[index]:
-                param.grad.copy_(flat[offset:offset + param.numel()].view_as(param))
+                grad_of(param).copy_(flat[offset:offset + param.numel()].view_as(param))
                 offset += param.numel()
         if len(self.pending) != len(self.buckets):
             raise RuntimeError(f"only {len(self.pending)} of {len(self.buckets)} buckets were reduced: "
@@ -152,8 +158,9 @@ class BucketedGradSync:
 
 
 def _train(model: nn.Module, config: DPConfig, *, rank: int, world_size: int, sync,
-           device: torch.device = CPU) -> dict:
-    """The loop every mode shares; ``sync()`` runs between backward and the optimizer step."""
+           device: torch.device = CPU, progress: Callable[[str], None] | None = None) -> dict:
+    """The loop every mode shares; ``sync()`` runs between backward and the optimizer step; ``progress`` is
+    told each finished step."""
     optimizer = torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum)
     losses, compute_s, comm_s, step_s = [], [], [], []
     for step in range(config.steps):
@@ -168,9 +175,8 @@ def _train(model: nn.Module, config: DPConfig, *, rank: int, world_size: int, sy
         optimizer.step()
         done = time.perf_counter()
         losses.append(float(loss.item()))
-        if rank == 0 and config.progress_path:
-            with open(config.progress_path, "a", encoding="utf-8") as handle:
-                handle.write(f"{step}\n")
+        if progress is not None:
+            progress(f"step {step}")
         compute_s.append(backward_done - start)
         comm_s.append(synced - backward_done)
         step_s.append(done - start)
@@ -185,19 +191,20 @@ def train_worker(ctx: RankContext, config: DPConfig) -> dict:
     """
     model = make_model(config).to(ctx.device)
     net: nn.Module = model
-    sync = functools.partial(all_reduce_gradients, model)
+    sync: Callable[[], None] = functools.partial(all_reduce_gradients, model)
     if config.mode == "bucketed":
         sync = BucketedGradSync(model, config.bucket_bytes).finish
     elif config.mode == "ddp":
         ids = [ctx.device] if ctx.device.type == "cuda" else None
         net = nn.parallel.DistributedDataParallel(model, device_ids=ids, bucket_cap_mb=config.bucket_bytes / 2**20)
         sync = lambda: None  # noqa: E731  (DDP averages inside backward)
-    result = _train(net, config, rank=ctx.rank, world_size=ctx.world_size, sync=sync, device=ctx.device)
+    result = _train(net, config, rank=ctx.rank, world_size=ctx.world_size, sync=sync, device=ctx.device,
+                    progress=ctx.progress)
     state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
     return {"rank": ctx.rank, "world_size": ctx.world_size, "mode": config.mode, "backend": ctx.backend,
             "global_batch": config.global_batch,
             "threads": torch.get_num_threads(), "state": state, "weights_sha256": weights_digest(state),
-            "grad_bytes": sum(p.numel() * p.element_size() for p in model.parameters()), **result}
+            "grad_bytes": tensor_bytes(model.parameters()), **result}
 
 
 def train_single(config: DPConfig) -> dict:
@@ -225,14 +232,17 @@ def _with_backend_reason(per_rank: list[dict], world_size: int, gpu_compute: boo
 
 
 def run(config: DPConfig = DPConfig(), *, world_size: int = 2, timeout_s: float = 120.0,
-        gpu_compute: bool = False) -> list[dict]:
+        gpu_compute: bool = False, on_progress: Callable[[str], None] | None = None) -> list[dict]:
     """Launch :func:`train_worker` on ``world_size`` spawned ranks (one thread each); results by rank.
+
+    ``on_progress(message)`` is called once per finished step (see :func:`aihw.parallel.launch.launch`).
 
     NCCL when there is a GPU per rank, else gloo; each result's ``backend_reason`` says which and why. Every
     mode communicates through all_reduce only, so ``gpu_compute=True`` is safe: with fewer GPUs than ranks the
     ranks then compute on the GPUs (round-robin) and gloo carries their CUDA gradients."""
     per_rank = launch(train_worker, config, config=LaunchConfig(world_size=world_size, timeout_s=timeout_s,
-                                                                gpu_compute=gpu_compute))
+                                                                gpu_compute=gpu_compute),
+                      on_progress=on_progress)
     return _with_backend_reason(per_rank, world_size, gpu_compute)
 
 
@@ -247,8 +257,6 @@ def run_modes(configs: tuple[DPConfig, ...], *, world_size: int = 2, timeout_s: 
 def summarize(per_rank: list[dict], *, skip: int = 2) -> dict:
     """Median per-step compute, exposed communication and step time (slowest rank), skipping ``skip`` warm-up
     steps; samples/s of the whole group."""
-    import statistics
-
     def slowest_median(key: str) -> float:
         return max(statistics.median(r[key][skip:] or r[key]) for r in per_rank)
 

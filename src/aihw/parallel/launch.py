@@ -16,6 +16,10 @@ tensors).
 
 Each rank runs in its own process group, so stopping a rank also stops any process it started; a rank whose
 parent dies (a killed Jupyter kernel) stops itself and its process group.
+
+A worker reports progress with ``ctx.progress("...")`` (rank 0's calls count); ``launch(..., on_progress=f)``
+calls ``f(message)`` in the parent as each report arrives, e.g. to move a progress bar.
+
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -40,7 +44,7 @@ import torch
 import torch.distributed as dist
 
 from aihw._validate import coerce_numbers, require_choice, require_positive
-from aihw.measure.device import BACKEND_CHOICES, pick_backend, rank_device
+from aihw.measure.device import BACKEND_CHOICES, Backend, pick_backend, rank_device
 
 NCCL_ALGOS = ("default", "ring", "tree")
 HOST = "127.0.0.1"  # every rank runs on this machine
@@ -65,7 +69,7 @@ class LaunchConfig:
     """How to run one multi-process experiment on this machine."""
 
     world_size: int = 2  # number of ranks (processes), 1..max_world_size
-    backend: str = "auto"  # "auto" | "gloo" | "nccl"; see aihw.measure.device.pick_backend
+    backend: Backend = "auto"  # see aihw.measure.device.pick_backend
     timeout_s: float = 60.0  # wall-clock seconds for the whole run, start-up included (~2-5 s per rank)
     threads_per_rank: int = 1  # torch intra-op threads per rank; keep ranks x threads <= CPU cores
     max_world_size: int = DEFAULT_MAX_WORLD_SIZE  # guard against typos such as world_size=200
@@ -99,6 +103,12 @@ class RankContext:
     backend: str  # "gloo" or "nccl"
     device: torch.device  # where this rank keeps tensors: cpu for gloo, cuda:local_rank for nccl,
     #                       cuda:local_rank % gpus for gloo with LaunchConfig.gpu_compute
+    reports: Any = field(default=None, repr=False, compare=False)  # the launcher's queue; None under torchrun
+
+    def progress(self, message: str = "") -> None:
+        """Tell the launcher one piece of work is done (rank 0 reports; other ranks and torchrun: no-op)."""
+        if self.rank == 0 and self.reports is not None:
+            self.reports.put(("progress", self.rank, message))
 
 
 class WorkerError(RuntimeError):
@@ -265,7 +275,7 @@ def _child_main(fn_ref: tuple[str, str], args_blob: bytes, rank: int, world_size
         timeout = timedelta(seconds=timeout_s + CHILD_TIMEOUT_MARGIN_S)
         store = dist.TCPStore(HOST, store_port, is_master=False, timeout=timeout)
         dist.init_process_group(backend, store=store, rank=rank, world_size=world_size, timeout=timeout)
-        result = fn(RankContext(rank, world_size, rank, backend, device), *args)
+        result = fn(RankContext(rank, world_size, rank, backend, device, results), *args)
         try:
             report = ("ok", rank, pickle.dumps(result))
         except Exception as exc:
@@ -287,8 +297,11 @@ def _pickle_args(args: tuple) -> bytes:
         raise ValueError(f"the worker arguments must be picklable to reach the ranks: {exc}") from exc
 
 
-def launch(fn: Callable, *args: Any, config: LaunchConfig = LaunchConfig()) -> list:
+def launch(fn: Callable, *args: Any, config: LaunchConfig = LaunchConfig(),
+           on_progress: Callable[[str], None] | None = None) -> list:
     """Run ``fn(ctx, *args)`` in ``config.world_size`` spawned ranks; return their results, index = rank.
+
+    ``on_progress(message)`` runs here, in the parent, for each ``ctx.progress(message)`` of rank 0.
 
     Raises WorkerError (first failing rank, with its traceback) or WorkerTimeout; in every case, including
     KeyboardInterrupt, all ranks are stopped before this returns.
@@ -311,7 +324,7 @@ def launch(fn: Callable, *args: Any, config: LaunchConfig = LaunchConfig()) -> l
                       config.nccl_algo))
             process.start()
             processes.append(process)
-        outcome = _collect(processes, results, config.timeout_s)
+        outcome = _collect(processes, results, config.timeout_s, on_progress)
         finished = True
         return outcome
     finally:
@@ -339,7 +352,8 @@ def _loopback_store(timeout: timedelta) -> dist.TCPStore:
     return store
 
 
-def _collect(processes: list, results: Any, timeout_s: float) -> list:
+def _collect(processes: list, results: Any, timeout_s: float,
+             on_progress: Callable[[str], None] | None = None) -> list:
     """Gather one report per rank until done, the first error, a silent death, or the deadline."""
     deadline = time.monotonic() + timeout_s
     values: dict[int, Any] = {}
@@ -352,6 +366,10 @@ def _collect(processes: list, results: Any, timeout_s: float) -> list:
             status, rank, payload = results.get(timeout=min(0.1, remaining))
         except queue.Empty:
             _check_silent_deaths(processes, values, dead_since)
+            continue
+        if status == "progress":
+            if on_progress is not None:
+                on_progress(payload)
             continue
         if status != "ok":
             _raise_silent_death(processes, values, reporter=rank, report=payload)
@@ -433,12 +451,13 @@ def _run_each(ctx: RankContext, worker: Callable, configs: tuple) -> list:
     return results
 
 
-def launch_each(worker: Callable, configs: tuple, *, config: LaunchConfig) -> list[list]:
+def launch_each(worker: Callable, configs: tuple, *, config: LaunchConfig,
+                on_progress: Callable[[str], None] | None = None) -> list[list]:
     """Run ``worker(ctx, c)`` for each ``c`` in ``configs`` inside ONE launch (one start-up for many runs).
 
     Returns ``result[i][rank]``: config i's result on ``rank``. ``worker`` must be module-level, as for launch.
     """
-    per_rank = launch(_run_each, worker, tuple(configs), config=config)
+    per_rank = launch(_run_each, worker, tuple(configs), config=config, on_progress=on_progress)
     return [[per_rank[rank][i] for rank in range(config.world_size)] for i in range(len(configs))]
 
 
@@ -448,7 +467,7 @@ def _call_job(ctx: RankContext, job: tuple) -> Any:
 
 
 def run(jobs: tuple[tuple[Callable, Any], ...], *, world_size: int = 2, timeout_s: float = 120.0,
-        backend: str = "auto") -> list[list]:
+        backend: Backend = "auto") -> list[list]:
     """The course's multi-rank runner shape: run each ``(worker, config)`` job on ``world_size`` ranks in ONE
     launch and return ``result[job][rank]``.
 
@@ -460,7 +479,7 @@ def run(jobs: tuple[tuple[Callable, Any], ...], *, world_size: int = 2, timeout_
                        config=LaunchConfig(world_size=world_size, timeout_s=timeout_s, backend=backend))
 
 
-def run_under_torchrun(fn: Callable, *args: Any, backend: str = "auto", gpu_compute: bool = False) -> object:
+def run_under_torchrun(fn: Callable, *args: Any, backend: Backend = "auto", gpu_compute: bool = False) -> Any:
     """Run ``fn(ctx, *args)`` in a process started by torchrun (which sets RANK, WORLD_SIZE, ...).
 
     For ``if __name__ == "__main__": run_under_torchrun(fn)`` at the end of an experiment module. The process

@@ -26,6 +26,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from aihw._validate import require_positive
+from aihw.measure.tensors import grad_of, tensor_bytes
+from aihw.measure.timing import synchronizer
 from aihw.models.tinygpt import TinyGPT, TinyGPTConfig, random_batch
 from aihw.parallel import p2p
 from aihw.parallel_dims import stage_layers
@@ -59,13 +61,22 @@ class Stage(nn.Module):
     def __init__(self, model: TinyGPT, layers: range, *, first: bool, last: bool) -> None:
         super().__init__()
         self.first, self.last = first, last
-        self.embed = copy.deepcopy(model.embed) if first else None
+        embed = copy.deepcopy(model.embed) if first else None
+        head = copy.deepcopy(model.head) if last else None
+        if head is not None:
+            head.out.weight = (embed.tok.weight if embed is not None  # one stage: keep the tie
+                               else nn.Parameter(model.head.out.weight.detach().clone()))  # own copy
+        self.embed = embed
         self.blocks = nn.ModuleDict({str(i): copy.deepcopy(model.blocks[i]) for i in layers})
-        self.head = copy.deepcopy(model.head) if last else None
-        if first and last:
-            self.head.out.weight = self.embed.tok.weight  # one stage: keep the tie
-        elif last:
-            self.head.out.weight = nn.Parameter(model.head.out.weight.detach().clone())  # own copy
+        self.head = head
+
+    def tied_weight(self) -> torch.Tensor:
+        """This stage's copy of the tied embedding/output matrix (the embedding's on the first stage)."""
+        if self.embed is not None:
+            return self.embed.tok.weight
+        if self.head is not None:
+            return self.head.out.weight
+        raise ValueError("a middle stage holds no copy of the tied matrix")
 
     def forward(self, x: torch.Tensor, targets: torch.Tensor | None = None) -> torch.Tensor:
         """Token ids (first stage) or an activation in; an activation out, or on the last stage the loss
@@ -97,7 +108,7 @@ def reference_step(cfg: TinyGPTConfig, batch: int, *, seed: int = 0) -> tuple[fl
     idx, targets = random_batch(cfg, batch, seed=seed)
     _, loss = model(idx, targets)
     loss.backward()
-    return float(loss.detach()), {n: p.grad.detach().clone() for n, p in model.named_parameters()}
+    return float(loss.detach()), {n: grad_of(p).detach().clone() for n, p in model.named_parameters()}
 
 
 def stage_grads(stage: Stage) -> dict[str, torch.Tensor]:
@@ -109,11 +120,11 @@ def stage_grads(stage: Stage) -> dict[str, torch.Tensor]:
     return out
 
 
-def tie_gradients(stage: Stage, *, rank: int, world_size: int) -> None:
+def tie_gradients(stage: Stage, *, world_size: int) -> None:
     """First and last stage exchange their gradients of the tied matrix and both keep the sum."""
     if world_size == 1 or not (stage.first or stage.last):
         return
-    mine = (stage.embed.tok.weight if stage.first else stage.head.out.weight).grad
+    mine = grad_of(stage.tied_weight())
     peer = world_size - 1 if stage.first else 0
     pending, _ = p2p.send(mine, dst=peer, tag="tied-gradient", micro_batch=-1)
     theirs, _ = p2p.recv(mine.shape, src=peer, tag="tied-gradient", micro_batch=-1, dtype=mine.dtype)
@@ -142,7 +153,8 @@ def layer_parallel_worker(ctx, cfg: LayerParallelConfig) -> dict:
     stage = build_stages(cfg.model, world, seed=cfg.seed)[rank]
     idx, targets = random_batch(cfg.model, cfg.batch, seed=cfg.seed)
     shape = (cfg.batch, cfg.model.seq_len, cfg.model.width)
-    transfers, pending = [], []
+    transfers: list[p2p.Transfer] = []
+    pending: list[p2p.PendingSend] = []
     x = idx
     if rank > 0:
         x, record = p2p.recv_forward(shape, rank=rank, micro_batch=0)
@@ -162,11 +174,11 @@ def layer_parallel_worker(ctx, cfg: LayerParallelConfig) -> dict:
     torch.autograd.backward(y, grad)
     backward_s = time.perf_counter() - t0
     if rank > 0:
-        handle, record = p2p.send_backward(x.grad, rank=rank, micro_batch=0)
+        handle, record = p2p.send_backward(grad_of(x), rank=rank, micro_batch=0)
         pending.append(handle)
         transfers.append(record)
     p2p.wait_all(pending)
-    tie_gradients(stage, rank=rank, world_size=world)
+    tie_gradients(stage, world_size=world)
     return {"rank": rank, "loss": float(y.detach()) if rank == world - 1 else None, "grads": stage_grads(stage),
             "transfers": transfers, "forward_s": forward_s, "backward_s": backward_s}
 
@@ -198,25 +210,27 @@ class DeviceSplitModel:
 
     def step(self, idx: torch.Tensor, targets: torch.Tensor) -> tuple[float, list[dict]]:
         """Forward and backward of one batch; returns the loss and bytes/seconds per boundary and direction."""
-        inputs, outputs, costs = [], [], []
+        inputs: list[torch.Tensor] = []
+        outputs: list[torch.Tensor] = []
+        costs: list[dict] = []
         x = idx.to(self.devices[0])
         for s, stage in enumerate(self.stages):
             if s > 0:
                 x, seconds = _timed_move(outputs[-1].detach(), self.devices[s])
                 x.requires_grad_()
-                costs.append({"cut": s - 1, "direction": "forward", "bytes": p2p.tensor_bytes(x), "seconds": seconds})
+                costs.append({"cut": s - 1, "direction": "forward", "bytes": tensor_bytes(x), "seconds": seconds})
             inputs.append(x)
             outputs.append(stage(x, targets.to(self.devices[s]) if stage.last else None))
         outputs[-1].backward()
         for s in range(len(self.stages) - 1, 0, -1):
-            grad, seconds = _timed_move(inputs[s].grad, self.devices[s - 1])
-            costs.append({"cut": s - 1, "direction": "backward", "bytes": p2p.tensor_bytes(grad), "seconds": seconds})
+            grad, seconds = _timed_move(grad_of(inputs[s]), self.devices[s - 1])
+            costs.append({"cut": s - 1, "direction": "backward", "bytes": tensor_bytes(grad), "seconds": seconds})
             outputs[s - 1].backward(grad)
         if len(self.stages) > 1:  # tied matrix: add the two copies' gradients on each side
-            first, last = self.stages[0].embed.tok.weight, self.stages[-1].head.out.weight
-            total = first.grad + last.grad.to(first.device)
-            first.grad.copy_(total)
-            last.grad.copy_(total.to(last.device))
+            first, last = grad_of(self.stages[0].tied_weight()), grad_of(self.stages[-1].tied_weight())
+            total = first + last.to(first.device)
+            first.copy_(total)
+            last.copy_(total.to(last.device))
         return float(outputs[-1].detach()), sorted(costs, key=lambda c: (c["cut"], c["direction"] != "forward"))
 
     def grads(self) -> dict[str, torch.Tensor]:
@@ -225,14 +239,11 @@ class DeviceSplitModel:
 
 
 def _timed_move(tensor: torch.Tensor, device: torch.device) -> tuple[torch.Tensor, float]:
-    _sync(tensor.device)
+    """One copy across devices, timed between synchronisations of both ends (a one-off event, not a benchmark)."""
+    sync_from, sync_to = synchronizer(tensor.device), synchronizer(device)
+    sync_from()
     t0 = time.perf_counter()
     moved = tensor.to(device)
-    _sync(device)
-    _sync(tensor.device)
+    sync_to()
+    sync_from()
     return moved, time.perf_counter() - t0
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":  # guarded: a CPU-only machine never touches CUDA
-        torch.cuda.synchronize(device)

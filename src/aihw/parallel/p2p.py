@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
+from aihw.measure.tensors import tensor_bytes
+
 
 @dataclass(frozen=True)
 class Transfer:
@@ -40,17 +42,13 @@ class PendingSend:
     payload: torch.Tensor
 
 
-def tensor_bytes(tensor: torch.Tensor) -> int:
-    """Bytes of a tensor's elements (numel x element size)."""
-    return tensor.numel() * tensor.element_size()
-
-
 def send(tensor: torch.Tensor, *, dst: int, tag: str, micro_batch: int) -> tuple[PendingSend, Transfer]:
     """Post an asynchronous send of ``tensor`` to rank ``dst``; keep the handle (and the tensor) alive."""
     payload = tensor.detach().contiguous()
     start = time.perf_counter()
     work = dist.isend(payload, dst)
     end = time.perf_counter()
+    assert work is not None  # point-to-point calls always return a handle
     return PendingSend(work, payload), Transfer("send", dst, tag, micro_batch, tensor_bytes(payload), start, end)
 
 

@@ -21,19 +21,23 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import numpy as np
 import torch
 import torch.distributed as dist
+import torch.nn.functional as F
 
 from aihw._validate import require_choice, require_positive
-from aihw.measure.memory import SavedTensorCounter
+from aihw.measure.tensors import SavedTensorCounter, grad_of
 from aihw.models.tinygpt import TinyGPTConfig, random_batch
 from aihw.parallel import p2p
+from aihw.parallel.launch import LaunchConfig, launch
 from aihw.parallel.layer_parallel import build_stages, split_layers, stage_grads, tie_gradients
-from aihw.pipeline_sim import TimelineEvent, bubble_fraction, peak_in_flight
+from aihw.pipeline_sim import TimelineEvent, bubble_fraction, idle_events, peak_in_flight, simulate
 
-SCHEDULES = ("gpipe", "1f1b")
+Schedule = Literal["gpipe", "1f1b"]
+SCHEDULES: tuple[str, ...] = get_args(Schedule)
 
 
 @dataclass(frozen=True)
@@ -66,8 +70,12 @@ class StageRunner:
         idx, targets = random_batch(cfg.model, cfg.batch, seed=cfg.seed)
         self.idx, self.targets = idx.chunk(cfg.micro_batches), targets.chunk(cfg.micro_batches)
         self.shape = (cfg.micro_batch_size, cfg.model.seq_len, cfg.model.width)
-        self.inputs, self.outputs, self.saved = {}, {}, {}
-        self.events, self.transfers, self.pending = [], [], []
+        self.inputs: dict[int, torch.Tensor] = {}  # micro-batch -> the stage's input (kept for backward)
+        self.outputs: dict[int, torch.Tensor] = {}
+        self.saved: dict[int, int] = {}  # micro-batch -> bytes autograd saved in its forward
+        self.events: list[TimelineEvent] = []
+        self.transfers: list[p2p.Transfer] = []
+        self.pending: list[p2p.PendingSend] = []
         self.loss, self.live_bytes, self.peak_bytes, self.peak_in_flight = 0.0, 0, 0, 0
         self.cpu_s = 0.0  # thread CPU seconds spent in forward and backward
 
@@ -110,7 +118,7 @@ class StageRunner:
         self.live_bytes -= self.saved[i]
         x = self.inputs.pop(i)
         if self.rank > 0:
-            self._send(*p2p.send_backward(x.grad, rank=self.rank, micro_batch=i))
+            self._send(*p2p.send_backward(grad_of(x), rank=self.rank, micro_batch=i))
 
     def _send(self, pending: p2p.PendingSend, record: p2p.Transfer) -> None:
         self.pending.append(pending)
@@ -188,8 +196,9 @@ def pipeline_worker(ctx, configs: Sequence[PipelineConfig]) -> list[StageRun]:
             length = _global_step_length(candidate)
             if length < best:
                 runner, best = candidate, length
-        tie_gradients(stage, rank=ctx.rank, world_size=ctx.world_size)
+        tie_gradients(stage, world_size=ctx.world_size)
         last = ctx.rank == ctx.world_size - 1
+        assert runner is not None  # cfg.steps >= 1
         runs.append(StageRun(ctx.rank, cfg, tuple(runner.events), tuple(runner.transfers), runner.origin,
                              runner.loss if last else None, runner.peak_in_flight, runner.peak_bytes,
                              runner.saved[0], stage_grads(stage), runner.cpu_s))
@@ -199,8 +208,6 @@ def pipeline_worker(ctx, configs: Sequence[PipelineConfig]) -> list[StageRun]:
 def run_pipeline(configs: PipelineConfig | Sequence[PipelineConfig], *, stages: int = 2,
                  timeout_s: float = 120.0) -> list[list[StageRun]]:
     """Launch ``stages`` ranks (gloo on the CPU, one thread each) and run the configs; ``[config][rank]``."""
-    from aihw.parallel.launch import LaunchConfig, launch
-
     configs = [configs] if isinstance(configs, PipelineConfig) else list(configs)
     for cfg in configs:
         split_layers(cfg.model.depth, stages)
@@ -214,8 +221,6 @@ def timeline(runs: Sequence[StageRun]) -> tuple[list[TimelineEvent], float]:
 
     The remaining gaps (Python between operations) are added as ``idle`` too.
     """
-    from aihw.pipeline_sim import idle_events
-
     origin = min(r.origin for r in runs)
     sends = {(r.rank, t.peer, t.tag, t.micro_batch): t for r in runs for t in r.transfers if t.kind == "send"}
     events = []
@@ -257,12 +262,10 @@ def summary(runs: Sequence[StageRun]) -> dict:
     ``cpu_per_wall`` (CPU seconds over wall seconds of all compute: below 1, ranks waited for a core) and
     ``bubble_simulated_cpu`` (the simulator fed with CPU seconds: each stage on a core of its own).
     """
-    from aihw.pipeline_sim import simulate
-
     cfg, p = runs[0].config, len(runs)
     m = cfg.micro_batches
     fwd, bwd = stage_times(runs)
-    sim = simulate(cfg.schedule, p, m, forward_s=fwd, backward_s=bwd)
+    sim = simulate(cfg.schedule, p, m, forward_s=fwd.tolist(), backward_s=bwd.tolist())
     predicted = [peak_in_flight(cfg.schedule, p, m, r.rank) for r in runs]
     per_stage = fwd + bwd
     cpu_share = np.array([r.compute_cpu_s for r in runs]) / (m * per_stage)  # per rank, CPU / wall
@@ -292,7 +295,6 @@ def torch_pipelining_worker(ctx, cfg: PipelineConfig) -> dict:
 
     Returns this rank's step seconds (fastest of ``cfg.steps``), the loss (last rank) and gradients by name.
     """
-    import torch.nn.functional as F
     from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
 
     stage = build_stages(cfg.model, ctx.world_size, seed=cfg.seed)[ctx.rank]
@@ -307,7 +309,7 @@ def torch_pipelining_worker(ctx, cfg: PipelineConfig) -> dict:
     schedule = schedule_class(pipe_stage, cfg.micro_batches, loss_fn=loss_fn)  # scales grads by 1/m
     idx, targets = random_batch(cfg.model, cfg.batch, seed=cfg.seed)
     last = ctx.rank == ctx.world_size - 1
-    best, losses = float("inf"), []
+    best, losses = float("inf"), list[torch.Tensor]()
     for _ in range(cfg.steps):
         stage.zero_grad(set_to_none=True)
         losses = []
@@ -320,6 +322,6 @@ def torch_pipelining_worker(ctx, cfg: PipelineConfig) -> dict:
         else:
             schedule.step()
         best = min(best, time.perf_counter() - start)
-    tie_gradients(stage, rank=ctx.rank, world_size=ctx.world_size)
+    tie_gradients(stage, world_size=ctx.world_size)
     loss = float(torch.stack(losses).detach().mean()) if last else None
     return {"rank": ctx.rank, "step_s": best, "loss": loss, "grads": stage_grads(stage)}

@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from aihw._validate import require_positive
+from aihw.measure.tensors import tensor_bytes
 from aihw.models.tinygpt import MLP, Block, CausalSelfAttention, TinyGPTConfig
 
 
@@ -31,17 +32,18 @@ class CommLog:
     """All-reduces of one tensor-parallel group: (phase, bytes, seconds) per call."""
 
     def __init__(self, group=None) -> None:
-        self.group, self.calls = group, []
+        self.group = group
+        self.calls: list[tuple[str, int, float]] = []
 
     def all_reduce(self, tensor: torch.Tensor, phase: str) -> torch.Tensor:
         start = time.perf_counter()
         dist.all_reduce(tensor, group=self.group)
-        self.calls.append((phase, tensor.numel() * tensor.element_size(), time.perf_counter() - start))
+        self.calls.append((phase, tensor_bytes(tensor), time.perf_counter() - start))
         return tensor
 
     def totals(self) -> dict:
         """Count and bytes of the all-reduces in each phase ("forward", "backward"), and their seconds."""
-        out = {}
+        out: dict[str, dict[str, float]] = {}
         for phase, nbytes, seconds in self.calls:
             row = out.setdefault(phase, {"count": 0, "bytes": 0, "seconds": 0.0})
             row["count"] += 1
@@ -131,6 +133,7 @@ class ParallelAttention(nn.Module):
         self.heads = _shard(dense.heads, tp, "the attention heads")
         self.qkv = ColumnParallelLinear(dense.qkv, rank=rank, tp=tp, log=log, groups=3)
         self.proj = RowParallelLinear(dense.proj, rank=rank, tp=tp, log=log)
+        self.causal_mask: torch.Tensor
         self.register_buffer("causal_mask", dense.causal_mask.clone(), persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -171,7 +174,8 @@ class ParallelBlock(nn.Module):
     def dense_slice(self, name: str, tensor: torch.Tensor) -> torch.Tensor:
         """This rank's part of the dense block's parameter (or gradient) called ``name``."""
         owner = self.get_submodule(name.rsplit(".", 1)[0])
-        return owner.dense_slice(tensor) if hasattr(owner, "dense_slice") else tensor
+        slicer = getattr(owner, "dense_slice", None)  # the parallel linears have one; norms are replicated
+        return slicer(tensor) if slicer is not None else tensor
 
 
 def _copy_norm(norm: nn.LayerNorm) -> nn.LayerNorm:
@@ -237,5 +241,7 @@ def tensor_parallel_worker(ctx, cfg: TensorParallelConfig) -> dict:
     pairs = {"output": (out_par.detach(), out_dense.detach()), "input_grad": (x_par.grad, x_dense.grad)}
     dense_params = dict(dense.named_parameters())
     for name, param in block.named_parameters():
-        pairs[f"grad:{name}"] = (param.grad, block.dense_slice(name, dense_params[name].grad))
+        dense_grad = dense_params[name].grad
+        assert dense_grad is not None, f"{name} got no gradient in the dense block"
+        pairs[f"grad:{name}"] = (param.grad, block.dense_slice(name, dense_grad))
     return {"rank": ctx.rank, "pairs": pairs, "comm": log.totals(), "calls": list(log.calls)}

@@ -17,6 +17,7 @@ state), and compared with :mod:`aihw.memory`'s estimate for the same parameter c
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import torch
 import torch.distributed as dist
@@ -24,13 +25,15 @@ import torch.nn.functional as F
 from torch import nn
 
 from aihw._validate import require_choice, require_positive
-from aihw.memory import MemoryConfig, estimate
+from aihw.measure.tensors import grad_of, tensor_bytes
+from aihw.memory import MemoryConfig, ZeroStage, estimate
 from aihw.parallel.collectives import chunk_bounds, ring_all_gather, ring_reduce_scatter
 from aihw.parallel.data_parallel import DPConfig, digits_batch, make_model
 from aihw.parallel.launch import LaunchConfig, RankContext, launch_each
 
-METHODS = ("dp", "zero1", "fsdp")
-ZERO_STAGE = {"dp": 0, "zero1": 1, "fsdp": 3}
+Method = Literal["dp", "zero1", "fsdp"]
+METHODS: tuple[str, ...] = get_args(Method)
+ZERO_STAGE: dict[str, ZeroStage] = {"dp": 0, "zero1": 1, "fsdp": 3}
 
 
 @dataclass(frozen=True)
@@ -55,17 +58,9 @@ class ZeroConfig:
         return DPConfig(steps=self.steps, global_batch=self.global_batch, hidden=self.hidden, seed=self.seed)
 
 
-def _tensor_bytes(tensors) -> int:
-    total = 0
-    for t in tensors:
-        local = t.to_local() if hasattr(t, "to_local") else t  # DTensor: count this rank's shard only
-        total += local.numel() * local.element_size()
-    return total
-
-
 def state_bytes(optimizer: torch.optim.Optimizer) -> int:
     """Bytes of every tensor in the optimizer state (moments and step counters) on this rank."""
-    return _tensor_bytes(v for state in optimizer.state.values() for v in state.values()
+    return tensor_bytes(v for state in optimizer.state.values() for v in state.values()
                          if isinstance(v, torch.Tensor))
 
 
@@ -87,7 +82,7 @@ class ZeroOneAdamW:
 
     def step(self) -> None:
         """Reduce-scatter the gradients, update this rank's chunk, all-gather the new weights."""
-        flat = torch.cat([q.grad.reshape(-1) for q in self.params])
+        flat = torch.cat([grad_of(q).reshape(-1) for q in self.params])
         start, end = ring_reduce_scatter(flat)
         assert (start, end) == (self.start, self.end)
         self.shard.grad = flat[start:end] / dist.get_world_size()
@@ -121,8 +116,9 @@ def _build(config: ZeroConfig, world_size: int):
 def _sync_dp(model: nn.Module, method: str, world_size: int) -> None:
     if method == "dp" and world_size > 1:
         for param in model.parameters():
-            dist.all_reduce(param.grad)
-            param.grad /= world_size
+            grad = grad_of(param)
+            dist.all_reduce(grad)
+            grad /= world_size
 
 
 def _full_state(model: nn.Module) -> dict[str, torch.Tensor]:
@@ -144,12 +140,12 @@ def zero_worker(ctx: RankContext | None, config: ZeroConfig) -> dict:
         optimizer.zero_grad()
         loss = F.cross_entropy(model(x), y)
         loss.backward()
-        grads_bytes = _tensor_bytes(p.grad for p in model.parameters())
+        grads_bytes = tensor_bytes(p.grad for p in model.parameters())
         _sync_dp(model, config.method, world_size)
         optimizer.step()
         losses.append(float(loss.item()))
     opt_bytes = optimizer.state_bytes() if isinstance(optimizer, ZeroOneAdamW) else state_bytes(optimizer)
-    measured = {"weights": _tensor_bytes(model.parameters()), "gradients": grads_bytes, "optimizer": opt_bytes}
+    measured = {"weights": tensor_bytes(model.parameters()), "gradients": grads_bytes, "optimizer": opt_bytes}
     return {"rank": rank, "world_size": world_size, "method": config.method, "losses": losses,
             "state": _full_state(model), "measured": measured,
             "params": sum(p.numel() for p in make_model(config.data()).parameters())}

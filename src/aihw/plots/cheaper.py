@@ -8,16 +8,27 @@ from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.ticker import FuncFormatter, NullFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+from aihw.plots.style import COLUMN_WIDTH_IN, legend_outside, styled
 
 FAMILY_MARKERS = {"fp32": "*", "quantized": "o", "int8 dynamic": "D", "pruned": "s", "distilled": "^",
                   "student alone": "v", "distilled + int8": "P"}
 
 
-def _axes(ax, figsize=(6.5, 4)):
-    return (ax.figure, ax) if ax is not None else plt.subplots(figsize=figsize)
+def _log_ticks(axis) -> None:
+    """Labelled ticks at 1, 2 and 5 per decade, so a narrow log range (70-85 µs) still shows numbers."""
+    axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_locator(LogLocator(subs="auto"))
+    axis.set_minor_formatter(NullFormatter())
 
 
+def _axes(ax, figsize=(COLUMN_WIDTH_IN, 3.8)):
+    return (ax.figure, ax) if ax is not None else plt.subplots(figsize=figsize, layout="constrained")
+
+
+@styled
 def plot_weight_grid(values: np.ndarray, levels: np.ndarray, *, title: str = "", ax=None):
     """Histogram of ``values`` with the quantization grid ``levels`` drawn over it (every level if ≤ 64,
     otherwise as a rug of ticks along the bottom)."""
@@ -34,14 +45,15 @@ def plot_weight_grid(values: np.ndarray, levels: np.ndarray, *, title: str = "",
     else:
         ax.plot(shown, np.zeros_like(shown), "|", color="#c44e52", ms=8, label=f"grid ({len(shown)} levels in range)")
     ax.set(xlabel="weight value", ylabel="count", title=title)
-    ax.legend(fontsize=8)
+    legend_outside(ax)
     return fig
 
 
+@styled
 def plot_layer_sqnr(rows: Sequence[Mapping], ax=None):
     """Grouped bars of signal-to-quantization-noise ratio (dB) per layer and scheme (rows from
     :func:`aihw.cheaper.quantize_model.layer_errors`). Higher is better; each extra bit adds about 6 dB."""
-    fig, ax = _axes(ax, (7.5, 4))
+    fig, ax = _axes(ax, (COLUMN_WIDTH_IN, 4))
     layers = list(dict.fromkeys(r["layer"] for r in rows))
     schemes = list(dict.fromkeys(r["scheme"] for r in rows))
     width = 0.8 / len(schemes)
@@ -50,24 +62,26 @@ def plot_layer_sqnr(rows: Sequence[Mapping], ax=None):
         ax.bar(np.arange(len(layers)) + (j - (len(schemes) - 1) / 2) * width, vals, width, label=scheme)
     ax.set_xticks(np.arange(len(layers)), [f"layer {name}" for name in layers])
     ax.set(ylabel="SQNR (dB, higher is better)", title="Weight quantization error per layer")
-    ax.legend(fontsize=7, ncol=2)
+    legend_outside(ax)
     return fig
 
 
+@styled
 def plot_scheme_accuracy(rows: Sequence[Mapping], *, baseline: float, ax=None):
     """Test accuracy (%) per quantization scheme (rows with "scheme", "accuracy"), against fp32's."""
-    fig, ax = _axes(ax, (7.5, 4))
+    fig, ax = _axes(ax, (COLUMN_WIDTH_IN, 4))
     names = [r["scheme"] for r in rows]
     acc = [100 * r["accuracy"] for r in rows]
     ax.barh(np.arange(len(rows)), acc, color="#4c72b0")
     ax.axvline(100 * baseline, color="k", ls="--", lw=1, label=f"fp32 ({100 * baseline:.1f}%)")
-    ax.set_yticks(np.arange(len(rows)), names, fontsize=8)
+    ax.set_yticks(np.arange(len(rows)), names, fontsize="small")
     ax.invert_yaxis()
-    ax.set(xlabel="test accuracy (%)", xlim=(max(0, min(acc) - 5), 100), title="Accuracy after quantization")
-    ax.legend(fontsize=8, loc="lower left")
+    ax.set(xlabel="test accuracy (%)", xlim=(0, 100), title="Accuracy after quantization")  # bars start at zero
+    legend_outside(ax)
     return fig
 
 
+@styled
 def plot_int8_speedup(rows: Sequence[Mapping], ax=None):
     """Speed-up of dynamic INT8 over fp32 (fp32 time / int8 time) against batch size, one line per width
     (rows with "width", "batch", "fp32_s", "int8_s"). Above 1: INT8 is faster."""
@@ -77,10 +91,11 @@ def plot_int8_speedup(rows: Sequence[Mapping], ax=None):
         ax.plot(*zip(*pts, strict=True), "o-", label=f"hidden width {width}")
     ax.axhline(1, color="k", lw=1, ls="--")
     ax.set(xscale="log", xlabel="batch size", ylabel="fp32 time / INT8 time", title="Dynamic INT8 on this CPU")
-    ax.legend(fontsize=8)
+    legend_outside(ax)
     return fig
 
 
+@styled
 def plot_sparsity_curves(rows: Sequence[Mapping], *, baseline: float, ax=None):
     """Accuracy (%) against sparsity, one line per (structure, fine-tuned) pair (rows with "structure",
     "fine_tuned", "sparsity", "accuracy")."""
@@ -94,26 +109,28 @@ def plot_sparsity_curves(rows: Sequence[Mapping], *, baseline: float, ax=None):
     ax.axhline(100 * baseline, color="k", lw=1, ls=":", label="unpruned")
     ax.set(xlabel="sparsity (fraction of weights or neurons removed)", ylabel="test accuracy (%)",
            title="Accuracy against sparsity")
-    ax.legend(fontsize=8)
+    legend_outside(ax)
     return fig
 
 
+@styled
 def plot_latency_bars(latencies_s: Mapping[str, float], *, flops: Mapping[str, float] | None = None, ax=None):
     """Measured latency (µs) per model as bars, annotated with its dense FLOP count (MFLOP) if given."""
     fig, ax = _axes(ax)
     names = list(latencies_s)
     vals = [1e6 * latencies_s[n] for n in names]
     bars = ax.barh(np.arange(len(names)), vals, color="#55a868")
-    ax.set_yticks(np.arange(len(names)), names, fontsize=8)
+    ax.set_yticks(np.arange(len(names)), names, fontsize="small")
     ax.invert_yaxis()
     if flops:
         for bar, name in zip(bars, names, strict=True):
             ax.annotate(f"{flops[name] / 1e6:.1f} MFLOP", (bar.get_width(), bar.get_y() + bar.get_height() / 2),
-                        xytext=(4, 0), textcoords="offset points", va="center", fontsize=8)
+                        xytext=(4, 0), textcoords="offset points", va="center", fontsize="small")
     ax.set(xlabel="measured latency (µs per batch)", xlim=(0, 1.3 * max(vals)), title="Latency on this machine")
     return fig
 
 
+@styled
 def plot_distillation(rows: Sequence[Mapping], *, control: float, teacher: float, ax=None):
     """Distilled student's accuracy (%) against temperature (rows with "temperature", "accuracy"), with the
     student trained alone and the teacher as horizontal lines."""
@@ -123,30 +140,32 @@ def plot_distillation(rows: Sequence[Mapping], *, control: float, teacher: float
     ax.axhline(100 * control, color="#c44e52", ls="--", label=f"student alone ({100 * control:.1f}%)")
     ax.axhline(100 * teacher, color="k", ls=":", label=f"teacher ({100 * teacher:.1f}%)")
     ax.set(xscale="log", xlabel="temperature T", ylabel="test accuracy (%)", title="Distillation")
-    ax.legend(fontsize=8)
+    legend_outside(ax)
     return fig
 
 
+@styled
 def plot_accuracy_bars(accuracies: Mapping[str, float], *, title: str = "", ax=None):
     """Test accuracy (%) of a few named models as horizontal bars, the value printed on each."""
-    fig, ax = _axes(ax, (6.5, 2.8))
+    fig, ax = _axes(ax, (COLUMN_WIDTH_IN, 2.8))
     names = list(accuracies)
     vals = [100 * accuracies[n] for n in names]
     bars = ax.barh(np.arange(len(names)), vals, color="#8172b2")
     for bar, v in zip(bars, vals, strict=True):
         ax.annotate(f"{v:.1f}%", (bar.get_width(), bar.get_y() + bar.get_height() / 2), xytext=(4, 0),
-                    textcoords="offset points", va="center", fontsize=8)
-    ax.set_yticks(np.arange(len(names)), names, fontsize=8)
+                    textcoords="offset points", va="center", fontsize="small")
+    ax.set_yticks(np.arange(len(names)), names, fontsize="small")
     ax.invert_yaxis()
-    ax.set(xlabel="test accuracy (%)", xlim=(max(0, min(vals) - 10), 104), title=title)
+    ax.set(xlabel="test accuracy (%)", xlim=(0, 112), title=title)  # bars start at zero
     return fig
 
 
+@styled
 def plot_tradeoff(points: Sequence[Mapping], axes=None):
     """Two panels: accuracy against size (bytes) and against latency (s) for every model (dicts with
     "name", "family", "accuracy", "size_bytes", "latency_s"). Up and to the left is better. A point whose
     latency is None (simulated numerics: no real speed to show) appears only in the size panel."""
-    fig, axes = (axes[0].figure, axes) if axes is not None else plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, axes = (axes[0].figure, axes) if axes is not None else plt.subplots(2, 1, figsize=(COLUMN_WIDTH_IN, 7.4), layout="constrained")
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     families = list(dict.fromkeys(p["family"] for p in points))
     for ax, key, scale, label in ((axes[0], "size_bytes", 1e3, "size (kB = 1e3 bytes)"),
@@ -159,15 +178,13 @@ def plot_tradeoff(points: Sequence[Mapping], axes=None):
                        marker=FAMILY_MARKERS.get(family, "o"), s=60, color=colours[i % len(colours)], label=family)
             for p in pts:
                 ax.annotate(p["name"], (p[key] / scale, 100 * p["accuracy"]), xytext=(4, 3),
-                            textcoords="offset points", fontsize=7)
+                            textcoords="offset points", fontsize="small")
         ax.set(xscale="log", xlabel=label, ylabel="test accuracy (%)")
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.xaxis.set_minor_formatter(NullFormatter())
+        _log_ticks(ax.xaxis)
         ax.grid(True, alpha=0.3)
     axes[0].set_title("Accuracy against size")
     axes[1].set_title("Accuracy against latency")
-    axes[0].legend(fontsize=7, loc="lower right")
-    fig.subplots_adjust(left=0.07, right=0.98, bottom=0.13, top=0.92, wspace=0.22)
+    legend_outside(axes[0], where="right")
     return fig
 
 

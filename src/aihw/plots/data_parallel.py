@@ -4,16 +4,18 @@ returns the figure. Sizes in bytes (KiB/MiB on the axis), bandwidth in GB/s (1e9
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
 
 from aihw.collective_cost import ClusterEstimate, LinkModel, all_reduce_time
+from aihw.plots.style import COLUMN_WIDTH_IN, legend_outside, styled, tidy
 
 
-def _axes(ax, figsize=(7, 4.2)):
-    return (ax.figure, ax) if ax is not None else plt.subplots(figsize=figsize)
+def _axes(ax, figsize=(COLUMN_WIDTH_IN, 4.2)):
+    return (ax.figure, ax) if ax is not None else plt.subplots(figsize=figsize, layout="constrained")
 
 
 def _size_axis(ax) -> None:
@@ -21,7 +23,7 @@ def _size_axis(ax) -> None:
     labels = [f"{t // 2**20} MiB" if t >= 2**20 else f"{t // 2**10} KiB" for t in ticks]
     lo, hi = ax.get_xlim()
     keep = [(t, lab) for t, lab in zip(ticks, labels, strict=True) if lo <= t <= hi]
-    ax.set_xticks([t for t, _ in keep], [lab for _, lab in keep], fontsize=8)
+    ax.set_xticks([t for t, _ in keep], [lab for _, lab in keep], fontsize="small")
     ax.minorticks_off()
 
 
@@ -32,6 +34,7 @@ def _by_algorithm(rows: Sequence[Mapping]) -> dict[str, list[Mapping]]:
     return groups
 
 
+@styled
 def plot_time_vs_size(rows: Sequence[Mapping], *, fits: Mapping[str, LinkModel] | None = None, ax=None):
     """Measured all-reduce time per algorithm (markers) and, for each fitted link, the model (dashed)."""
     fig, ax = _axes(ax)
@@ -52,11 +55,12 @@ def plot_time_vs_size(rows: Sequence[Mapping], *, fits: Mapping[str, LinkModel] 
            title=f"All-reduce on {world} ranks: measured (solid) and fitted model (dashed)")
     _size_axis(ax)
     ax.grid(True, which="both", alpha=0.25)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
+    legend_outside(ax)
+    tidy(fig)
     return fig
 
 
+@styled
 def plot_bus_bandwidth(rows: Sequence[Mapping], ax=None):
     """Bus bandwidth (nccl-tests definition) against message size, per algorithm."""
     fig, ax = _axes(ax)
@@ -66,11 +70,12 @@ def plot_bus_bandwidth(rows: Sequence[Mapping], ax=None):
            title="Bus bandwidth: algbw × 2(p−1)/p")
     _size_axis(ax)
     ax.grid(True, alpha=0.25)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    legend_outside(ax)
+    tidy(fig)
     return fig
 
 
+@styled
 def plot_loss_curves(per_rank: Sequence[Mapping], *, reference: Mapping | None = None, ax=None):
     """Each rank's loss on its own slice (thin), their mean (thick) and the single-process run (dashed)."""
     fig, ax = _axes(ax)
@@ -83,11 +88,12 @@ def plot_loss_curves(per_rank: Sequence[Mapping], *, reference: Mapping | None =
     mode = per_rank[0].get("mode", "") if per_rank else ""
     ax.set(xlabel="step", ylabel="cross-entropy loss", title=f"Data-parallel training ({mode}, {len(per_rank)} ranks)")
     ax.grid(True, alpha=0.25)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    legend_outside(ax)
+    tidy(fig)
     return fig
 
 
+@styled
 def plot_step_breakdown(rows: Sequence[Mapping], ax=None):
     """Stacked bars per row (``label``, ``compute_s``, ``comm_s``): compute vs exposed communication per step."""
     fig, ax = _axes(ax)
@@ -99,30 +105,33 @@ def plot_step_breakdown(rows: Sequence[Mapping], ax=None):
     for i, row in enumerate(rows):
         if "efficiency" in row:
             ax.annotate(f"eff. {row['efficiency']:.0%}", (i, compute[i] + comm[i]), ha="center",
-                        textcoords="offset points", xytext=(0, 3), fontsize=8)
+                        textcoords="offset points", xytext=(0, 3), fontsize="small")
     ax.set(ylabel="median time per step (ms)", title="Where a step's time goes")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    legend_outside(ax)
+    tidy(fig)
     return fig
 
 
+@styled
 def plot_cluster_estimates(estimates: Sequence[ClusterEstimate], *, title: str = "", ax=None):
     """Horizontal bars: predicted all-reduce time of each cluster layout."""
-    fig, ax = _axes(ax, figsize=(7, 0.6 * len(estimates) + 1.5))
+    fig, ax = _axes(ax, figsize=(COLUMN_WIDTH_IN, 0.6 * len(estimates) + 1.5))
     y = np.arange(len(estimates))
     times = [e.time_s * 1e3 for e in estimates]
     ax.barh(y, times, color="tab:blue")
     for i, e in enumerate(estimates):
-        ax.annotate(f"{e.time_s * 1e3:,.0f} ms  ({e.link})", (times[i], i), xytext=(4, 0),
-                    textcoords="offset points", va="center", fontsize=8)
-    ax.set_yticks(y, [e.label for e in estimates], fontsize=8)
+        ax.annotate(f"{e.time_s * 1e3:,.0f} ms", (times[i], i), xytext=(4, 0),
+                    textcoords="offset points", va="center", fontsize="small")
+    ax.set_yticks(y, [f"{e.label}\n({e.link})" for e in estimates], fontsize="small")
     ax.invert_yaxis()
-    ax.set(xlabel="predicted all-reduce time (ms)", title=title or "Gradient all-reduce, alpha-beta model",
-           xlim=(0, max(times) * 1.7 if times else 1))
-    fig.tight_layout()
+    title = "\n".join(textwrap.wrap(title or "Gradient all-reduce, alpha-beta model", 40))
+    ax.set(xlabel="predicted all-reduce time (ms)", title=title,
+           xlim=(0, max(times) * 1.25 if times else 1))
+    tidy(fig)
     return fig
 
 
+@styled
 def plot_memory_comparison(rows: Sequence[Mapping], ax=None):
     """Grouped bars per (method, component): measured bytes on rank 0 vs the estimator's prediction (KB)."""
     fig, ax = _axes(ax)
@@ -131,8 +140,8 @@ def plot_memory_comparison(rows: Sequence[Mapping], ax=None):
     x = np.arange(len(rank0))
     ax.bar(x - 0.2, [r["measured_bytes"] / 1e3 for r in rank0], 0.4, label="measured (tensor bytes, rank 0)")
     ax.bar(x + 0.2, [r["predicted_bytes"] / 1e3 for r in rank0], 0.4, label="predicted (aihw.memory)")
-    ax.set_xticks(x, labels, fontsize=7)
+    ax.set_xticks(x, labels, fontsize="small")
     ax.set(ylabel="kB per rank (1 kB = 1000 bytes)", title="Per-rank training state: plain DP, ZeRO-1, FSDP")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    legend_outside(ax)
+    tidy(fig)
     return fig

@@ -6,6 +6,7 @@ Axes in, figure out: every function draws on ``ax`` (a new figure when ``ax`` is
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterable, Sequence
 
 import matplotlib.pyplot as plt
@@ -14,16 +15,25 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from aihw.catalogue.hardware import Chip, get_chip
-from aihw.roofline import OpEstimate, attainable_flops, ridge_point
+from aihw.plots.style import COLUMN_WIDTH_IN, legend_outside, styled, tidy
+from aihw.roofline import (
+    OpEstimate,
+    attainable_flops,
+    min_square_matmul_for_compute_bound,
+    ridge_point,
+    square_matmul_intensity,
+)
 from aihw.simt import ACCESS_FIELDS, AccessCounts
 from aihw.systolic import SystolicResult, SystolicTrace
 
 
+@styled
 def roofline_curve(peak_flops: float, bandwidth: float, intensities: np.ndarray) -> np.ndarray:
     """Attainable FLOP/s at each intensity (vectorised min(peak, I * bandwidth))."""
     return np.minimum(peak_flops, intensities * bandwidth)
 
 
+@styled
 def plot_roofline(chips: Sequence[str | Chip], dtype: str = "bf16", *, ops: Iterable[OpEstimate] = (),
                   measured=None, measured_dtype: str | None = None, ax=None,
                   intensity_range: tuple[float, float] = (0.05, 1e4)):
@@ -33,7 +43,7 @@ def plot_roofline(chips: Sequence[str | Chip], dtype: str = "bf16", *, ops: Iter
     ``best_flops(dtype)`` and ``matmul`` points carrying ``intensity``/``flops_per_s``/``dtype``/``n``).
     Returns the figure. Axes: intensity in FLOP/byte, attainable performance in TFLOP/s, both log scale.
     """
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(8, 5))
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(COLUMN_WIDTH_IN, 5))
     x = np.logspace(np.log10(intensity_range[0]), np.log10(intensity_range[1]), 400)
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, chip in enumerate(chips):
@@ -47,15 +57,18 @@ def plot_roofline(chips: Sequence[str | Chip], dtype: str = "bf16", *, ops: Iter
         ax.plot([ridge_point(peak, bw)], [peak / 1e12], "o", color=colour, ms=5)
     for op in ops:
         ax.plot([op.intensity], [op.attainable_flops / 1e12], "k^", ms=8)
+        right = op.intensity > np.sqrt(intensity_range[0] * intensity_range[1]) * 10  # label inside the axes
         ax.annotate(f"{op.name}\n{op.bound}-bound", (op.intensity, op.attainable_flops / 1e12),
-                    textcoords="offset points", xytext=(6, -18), fontsize=8)
+                    textcoords="offset points", xytext=(-6, -26) if right else (6, -18), fontsize="small",
+                    ha="right" if right else "left")
     if measured is not None:
         _plot_measured(ax, measured, measured_dtype or dtype, x)
     ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOP/byte)",
            ylabel="attainable performance (TFLOP/s, dense)", title=f"Roofline, {dtype}")
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
-    fig.subplots_adjust(left=0.1, right=0.97, bottom=0.12, top=0.93)  # fixed layout: tight_layout costs ~0.3 s
+    legend_outside(ax, ncols=1)
+    if ax.figure.get_layout_engine() is None:
+        fig.set_layout_engine("constrained")
     return fig
 
 
@@ -70,6 +83,7 @@ def _plot_measured(ax, measured, dtype: str, x: np.ndarray) -> None:
             label=f"this machine: {dtype} matmuls n={','.join(str(p.n) for p in points)}")
 
 
+@styled
 def plot_attainable_vs_size(chip: str | Chip, sizes: Sequence[int], dtypes: Sequence[str] = ("fp32", "bf16", "fp8"),
                             ax=None):
     """Attainable TFLOP/s of n×n×n matmuls as n grows, one line per precision, the compute-bound size marked.
@@ -78,10 +92,8 @@ def plot_attainable_vs_size(chip: str | Chip, sizes: Sequence[int], dtypes: Sequ
     (half the bytes doubles the intensity just as twice the peak doubles the ridge), and one line would hide
     the other.
     """
-    from aihw.roofline import min_square_matmul_for_compute_bound, square_matmul_intensity
-
     chip = get_chip(chip) if isinstance(chip, str) else chip
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(7, 4))
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(COLUMN_WIDTH_IN, 4), layout="constrained")
     styles = ("-", "--", ":", "-.")
     for i, dtype in enumerate(d for d in dtypes if d in chip.flops):
         peak, bw = chip.peak_flops(dtype), chip.bandwidth_bytes_per_s
@@ -90,12 +102,12 @@ def plot_attainable_vs_size(chip: str | Chip, sizes: Sequence[int], dtypes: Sequ
         knee = min_square_matmul_for_compute_bound(peak, bw, dtype)
         ax.axvline(knee, color=line.get_color(), linestyle=":", alpha=0.7)
         ax.annotate(f"{dtype}: n ≥ {knee:,}", (knee, peak / 1e12), textcoords="offset points", xytext=(4, -14 - 10 * i),
-                    fontsize=8, color=line.get_color())
+                    fontsize="small", color=line.get_color())
     ax.set(xscale="log", yscale="log", xlabel="matrix size n (n×n×n matmul)",
-           ylabel="attainable TFLOP/s (dense)", title=f"{chip.name}: when does a square matmul become compute-bound?")
+           ylabel="attainable TFLOP/s (dense)", title=f"{chip.name}: when does a square\nmatmul become compute-bound?")
     ax.grid(True, alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
+    legend_outside(ax, ncols=3)
+    tidy(fig)
     return fig
 
 
@@ -132,12 +144,10 @@ class RooflinePlot:
         for op in ops:
             self._artists += self.ax.plot([op.intensity], [op.attainable_flops / 1e12], "k^", ms=8,
                                           label=f"{op.name}: {op.bound}-bound")
-        self._artists.append(self.ax.legend(fontsize=7, loc="lower right"))
+        self._artists.append(self.ax.legend(fontsize="small", loc="lower right"))
         self.ax.set_title(f"Roofline, {dtype}")
 
     def png(self) -> bytes:
-        import io
-
         buffer = io.BytesIO()
         self.fig.savefig(buffer, format="png", pil_kwargs={"compress_level": 1})
         return buffer.getvalue()
@@ -151,6 +161,7 @@ _LABELS = {
     "offchip_reads": "off-chip\nreads",
     "offchip_writes": "off-chip\nwrites",
     "pe_register_transfers": "PE-to-PE\nlatches",
+    "tensor_memory_accesses": "tensor\nmemory",
 }
 
 
@@ -160,9 +171,10 @@ def _axes(ax: Axes | None, figsize: tuple[float, float]) -> Axes:
     return ax
 
 
+@styled
 def plot_utilisation(result: SystolicResult, ax: Axes | None = None) -> Figure:
     """Fraction of PEs doing a useful MAC in each cycle, with its mean."""
-    ax = _axes(ax, (7, 3))
+    ax = _axes(ax, (COLUMN_WIDTH_IN, 3.2))
     cfg = result.config
     ax.plot(np.arange(result.cycles), result.utilisation, lw=1, label="per cycle")
     ax.axhline(result.mean_utilisation, color="C3", ls="--", label=f"mean {result.mean_utilisation:.1%}")
@@ -170,14 +182,15 @@ def plot_utilisation(result: SystolicResult, ax: Axes | None = None) -> Figure:
     ax.set_ylabel("PEs doing a useful MAC")
     ax.set_ylim(0, 1.05)
     ax.set_title(f"{cfg.size}x{cfg.size} array, {cfg.dataflow}: C {result.C.shape[0]}x{result.C.shape[1]}")
-    ax.legend(loc="upper right", fontsize="small")
-    return ax.figure
+    legend_outside(ax)
+    return _figure_of(ax)
 
 
+@styled
 def plot_access_counts(systolic_counts: AccessCounts, simt_counts: AccessCounts,
                        ax: Axes | None = None, *, labels: tuple[str, str] = ("systolic", "SIMT")) -> Figure:
     """Grouped bars of accesses per useful MAC (log scale); a zero is written as "0" above its slot."""
-    ax = _axes(ax, (9, 3.5))
+    ax = _axes(ax, (COLUMN_WIDTH_IN, 4.0))
     x = np.arange(len(ACCESS_FIELDS))
     width = 0.38
     rows = [np.array([c.per_mac()[name] for name in ACCESS_FIELDS]) for c in (systolic_counts, simt_counts)]
@@ -187,15 +200,16 @@ def plot_access_counts(systolic_counts: AccessCounts, simt_counts: AccessCounts,
         bars = ax.bar(x + offset, np.where(values > 0, values, np.nan), width, label=label)
         for xi, v in zip(x + offset, values, strict=True):
             ax.annotate("0" if v == 0 else f"{v:.3g}", (xi, v if v > 0 else low), ha="center",
-                        va="bottom", fontsize="x-small", color=bars.patches[0].get_facecolor())
+                        va="bottom", fontsize="small", color=bars.patches[0].get_facecolor())
     ax.set_yscale("log")
     ax.set_ylim(low, high)
     ax.set_xticks(x, [_LABELS[name] for name in ACCESS_FIELDS], fontsize="small")
     ax.set_ylabel("element accesses per MAC")
-    ax.legend(fontsize="small")
-    return ax.figure
+    legend_outside(ax)
+    return _figure_of(ax)
 
 
+@styled
 def plot_trace_step(trace: SystolicTrace, cycle: int, ax: Axes | None = None) -> Figure:
     """The PE grid at one cycle: firing PEs shaded, each cell showing its a, b and partial-sum registers."""
     if not 0 <= cycle < trace.cycles:
@@ -207,7 +221,7 @@ def plot_trace_step(trace: SystolicTrace, cycle: int, ax: Axes | None = None) ->
         for j in range(size):
             text = (f"a {_fmt_value(trace.a[cycle, i, j])}\nb {_fmt_value(trace.b[cycle, i, j])}\n"
                     f"p {_fmt_value(trace.psum[cycle, i, j])}")
-            ax.text(j, i, text, ha="center", va="center", fontsize=7, family="monospace")
+            ax.text(j, i, text, ha="center", va="center", fontsize="small", family="monospace")
     ax.set_xticks(np.arange(size))
     ax.set_yticks(np.arange(size))
     ax.set_xticks(np.arange(size + 1) - 0.5, minor=True)
@@ -219,7 +233,14 @@ def plot_trace_step(trace: SystolicTrace, cycle: int, ax: Axes | None = None) ->
     fired = int(trace.fire[cycle].sum())
     ax.set_title(f"cycle {cycle} ({trace.phase[cycle]}, tile at {tuple(int(v) for v in trace.tile[cycle])}): "
                  f"{fired}/{size * size} PEs fire", fontsize="small")
-    return ax.figure
+    return _figure_of(ax)
+
+
+def _figure_of(ax: Axes) -> Figure:
+    """The top-level figure an axes is drawn on."""
+    fig = ax.get_figure(root=True)
+    assert isinstance(fig, Figure)
+    return fig
 
 
 def _fmt_value(v: complex) -> str:
@@ -228,4 +249,5 @@ def _fmt_value(v: complex) -> str:
         return "."
     if np.iscomplexobj(v):
         return f"{v:.2g}"
-    return f"{v:.0f}" if float(v).is_integer() else f"{v:.3g}"
+    x = float(v.real)
+    return f"{x:.0f}" if x.is_integer() else f"{x:.3g}"

@@ -9,6 +9,7 @@ import numpy as np
 from matplotlib.patches import Patch
 
 from aihw.pipeline_sim import SimulatedRun, TimelineEvent, bubble_fraction, idle_events
+from aihw.plots.style import COLUMN_WIDTH_IN, legend_outside, styled, tidy
 
 COLOURS = {"forward": "#4c78a8", "backward": "#f58518", "send": "#54a24b", "recv": "#b279a2",
            "idle": "#e8e8e8"}
@@ -16,13 +17,14 @@ LABELS = {"forward": "forward", "backward": "backward", "send": "send (post)", "
           "idle": "idle (bubble, waiting)"}
 
 
+@styled
 def plot_timeline(events: Sequence[TimelineEvent], *, stages: int | None = None, step_s: float | None = None,
                   unit: str = "ms", title: str = "", ax=None):
     """One row per stage (stage 0 on top); forward/backward bars carry their micro-batch number.
 
     ``unit``: "ms", "s" or "" (simulated time units). Idle gaps are drawn if the events do not include them.
     """
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(9, 2.5))
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(COLUMN_WIDTH_IN, 2.5))
     events = list(events)
     stages = stages or (max(e.stage for e in events) + 1 if events else 1)
     step_s = step_s if step_s is not None else max((e.end for e in events), default=1.0)
@@ -37,19 +39,20 @@ def plot_timeline(events: Sequence[TimelineEvent], *, stages: int | None = None,
                 edgecolor="white" if e.kind in ("forward", "backward") else "none", linewidth=0.5)
         if e.kind in ("forward", "backward") and e.duration * scale > 0.02 * step_s * scale:
             text = str(e.micro_batch) if e.chunk == 0 else f"{e.micro_batch}.{e.chunk}"
-            ax.text((e.start + e.duration / 2) * scale, e.stage, text, ha="center", va="center", fontsize=7,
+            ax.text((e.start + e.duration / 2) * scale, e.stage, text, ha="center", va="center", fontsize="small",
                     color="white")
     ax.set_yticks(range(stages), [f"stage {s}" for s in range(stages)])
     ax.set_ylim(stages - 0.5, -0.5)
     ax.set_xlim(0, step_s * scale)
     ax.set_xlabel(f"time ({unit})" if unit else "time (units of one forward)")
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title)
     handles = [Patch(color=COLOURS[k], label=LABELS[k]) for k in COLOURS if k in seen]
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
-    fig.tight_layout()
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncols=2, frameon=False)
+    tidy(fig)
     return fig
 
 
+@styled
 def plot_simulated(run: SimulatedRun, *, ax=None):
     """Gantt chart of a :class:`~aihw.pipeline_sim.SimulatedRun`, its bubble in the title."""
     v = f", v={run.v}" if run.schedule == "interleaved" else ""
@@ -58,23 +61,25 @@ def plot_simulated(run: SimulatedRun, *, ax=None):
     return plot_timeline(run.events, stages=run.p, step_s=run.step_s, unit="", title=title, ax=ax)
 
 
+@styled
 def plot_measured_and_simulated(measured: Sequence[TimelineEvent], step_s: float, simulated: SimulatedRun, *,
                                 measured_bubble: float, fig=None):
     """Measured timeline (top) above the simulator's, fed with the measured stage times (bottom)."""
-    fig = fig or plt.figure(figsize=(10, 2.2 + 0.9 * simulated.p))
+    fig = fig or plt.figure(figsize=(COLUMN_WIDTH_IN, 2.2 + 0.9 * simulated.p))
     top, bottom = fig.subplots(2, 1)
     plot_timeline(measured, stages=simulated.p, step_s=step_s, unit="ms", ax=top,
                   title=f"measured {simulated.schedule}: p={simulated.p}, m={simulated.m}; bubble "
                         f"{measured_bubble:.1%} (theory {bubble_fraction(simulated.p, simulated.m):.1%})")
     plot_timeline(simulated.events, stages=simulated.p, step_s=simulated.step_s, unit="ms", ax=bottom,
                   title=f"simulated with the measured stage times: bubble {simulated.bubble:.1%}")
-    fig.tight_layout()
+    tidy(fig)
     return fig
 
 
+@styled
 def plot_bubble_vs_m(p_values: Sequence[int], m_max: int, *, measured: dict | None = None, ax=None):
     """Closed-form bubble (p - 1) / (m + p - 1) for each p against m; ``measured`` {p: [(m, bubble), ...]}."""
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(6, 3.5))
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(COLUMN_WIDTH_IN, 3.5))
     m = np.arange(1, m_max + 1)
     for i, p in enumerate(p_values):
         colour = f"C{i}"
@@ -85,14 +90,15 @@ def plot_bubble_vs_m(p_values: Sequence[int], m_max: int, *, measured: dict | No
     ax.set_xlabel("micro-batches m")
     ax.set_ylabel("bubble (idle share of the step)")
     ax.set_ylim(0, 1)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    legend_outside(ax)
+    tidy(fig)
     return fig
 
 
+@styled
 def plot_layout_times(layouts: Sequence, *, top: int = 6, ax=None):
     """Stacked step-time terms (compute, bubble, exposed communication, overhead) of the ``top`` planner layouts."""
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(8, 0.5 + 0.45 * min(top, len(layouts))))
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(COLUMN_WIDTH_IN, 0.5 + 0.45 * min(top, len(layouts))))
     shown = list(layouts)[:top]
     terms = [t for t in ("compute", "bubble", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm", "overhead")
              if any(x.times.get(t, 0) for x in shown)]
@@ -101,9 +107,9 @@ def plot_layout_times(layouts: Sequence, *, top: int = 6, ax=None):
         values = np.array([x.times[term] for x in shown])
         ax.barh(range(len(shown)), values, left=left, color=f"C{i}", label=term.replace("_", " "))
         left += values
-    ax.set_yticks(range(len(shown)), [x.label for x in shown], fontsize=8)
+    ax.set_yticks(range(len(shown)), [x.label for x in shown], fontsize="small")
     ax.invert_yaxis()
     ax.set_xlabel("estimated step time (s)")
-    ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
+    legend_outside(ax, ncols=3)
+    tidy(fig)
     return fig

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import io
 
 import ipywidgets as W
 import matplotlib.pyplot as plt
@@ -36,10 +37,8 @@ def show_figure(out: W.Output, fig) -> None:
     plt.close(fig)
 
 
-def figure_png(fig, *, dpi: int = 110) -> bytes:
+def figure_png(fig, *, dpi: int = 150) -> bytes:
     """Render ``fig`` to PNG bytes (for a ``W.Image``) and close it: cheaper than displaying in an Output."""
-    import io
-
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi)
     plt.close(fig)
@@ -48,7 +47,9 @@ def figure_png(fig, *, dpi: int = 110) -> bytes:
 
 def run_button(label: str) -> W.Button:
     """The primary button that starts an expensive run."""
-    return W.Button(description=label, button_style="primary", icon="play")
+    # width "auto" (at least 14em): ipywidgets' fixed 148 px clipped labels such as "Prune and measure"
+    return W.Button(description=label, button_style="primary", icon="play",
+                    layout=W.Layout(width="auto", min_width="14em"))
 
 
 def guarded_run(button: W.Button, status: W.HTML, err: W.HTML, busy: str, work) -> None:

@@ -10,9 +10,9 @@ accuracy-size-latency chart. The work is done by plain functions (``quantization
 from __future__ import annotations
 
 import html
+from typing import Literal, get_args
 
 import ipywidgets as W
-import matplotlib.pyplot as plt
 from torch import nn
 
 from aihw._validate import require_choice
@@ -26,16 +26,21 @@ from aihw.plots.cheaper import (
     plot_tradeoff,
     plot_weight_grid,
 )
-from aihw.widgets._common import error_box, guarded_run, run_button, show_error, show_figure
+from aihw.plots.style import panels
+from aihw.widgets._common import error_box, figure_png, guarded_run, run_button, show_error, show_figure
 
-GRANULARITIES = ("per-tensor", "per-channel", "per-group")
+GranularityName = Literal["per-tensor", "per-channel", "per-group"]
+GRANULARITIES: tuple[str, ...] = get_args(GranularityName)
 
 
 def make_scheme(dtype: str, granularity: str, *, group_size: int = 32, symmetric: bool = True) -> QuantScheme:
     """A :class:`QuantScheme` from the widget's plain choices (ValueError on bad ones)."""
     require_choice("granularity", granularity, GRANULARITIES)
-    gran = {"per-tensor": PerTensor, "per-channel": lambda: PerChannel(0),
-            "per-group": lambda: PerGroup(group_size)}[granularity]()
+    gran: PerTensor | PerChannel | PerGroup = PerTensor()
+    if granularity == "per-channel":
+        gran = PerChannel(0)
+    elif granularity == "per-group":
+        gran = PerGroup(group_size)
     return QuantScheme(dtype, gran, symmetric)
 
 
@@ -56,12 +61,11 @@ def quantization_report(model, data, *, dtype: str = "int8", granularity: str = 
     qparams = choose_qparams(w, scheme)
     block = w if isinstance(scheme.granularity, PerTensor) else (
         w[0] if isinstance(scheme.granularity, PerChannel) else w.reshape(-1, scheme.granularity.size)[0])
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    fig, axes = panels(2)
     where = "whole layer" if isinstance(scheme.granularity, PerTensor) else "its first block"
     plot_weight_grid(block.numpy(), grid(qparams, 0).numpy(), title=f"layer {layer}, {where}: {scheme.label()}",
                      ax=axes[0])
     plot_layer_sqnr(errors, ax=axes[1])
-    fig.subplots_adjust(left=0.07, right=0.98, bottom=0.15, top=0.9, wspace=0.25)
     summary = {"scheme": scheme.label(), "accuracy": digits.accuracy(quantized, data.x_test, data.y_test),
                "fp32_accuracy": digits.accuracy(model, data.x_test, data.y_test),
                "size_bytes": quantize_model.storage_bytes(model, scheme),
@@ -106,6 +110,11 @@ def distillation_report(teacher, data, *, temperature: float = 4.0, alpha: float
     return fig, summary
 
 
+def tradeoff_png(points: list[dict], *, last: int = 11) -> bytes:
+    """The "every run so far" chart as PNG bytes: the baseline and the ``last`` runs."""
+    return figure_png(plot_tradeoff([points[0], *points[1:][-last:]]))
+
+
 def _line(summary: dict, keys: dict) -> str:
     parts = []
     for key, (label, fmt) in keys.items():
@@ -115,7 +124,8 @@ def _line(summary: dict, keys: dict) -> str:
 
 def _quant_panel(model, data, add_point) -> W.VBox:
     dtype = W.Dropdown(options=DTYPES, value="int8", description="format")
-    gran = W.ToggleButtons(options=GRANULARITIES, value="per-channel", description="scale per")
+    gran = W.ToggleButtons(options=GRANULARITIES, value="per-channel", description="scale per",
+                           style={"button_width": "auto"})
     group = W.BoundedIntText(value=32, min=1, max=4096, description="group size", layout=W.Layout(width="180px"))
     sym = W.Checkbox(value=True, description="symmetric (zero point 0)")
     err, info, out = error_box(), W.HTML(), W.Output()
@@ -143,7 +153,8 @@ def _quant_panel(model, data, add_point) -> W.VBox:
 
 def _prune_panel(model, data, add_point) -> W.VBox:
     amount = W.FloatSlider(value=0.8, min=0.0, max=0.95, step=0.05, description="sparsity", readout_format=".2f")
-    structure = W.ToggleButtons(options=prune.STRUCTURES, value="unstructured", description="structure")
+    structure = W.ToggleButtons(options=prune.STRUCTURES, value="unstructured", description="structure",
+                                style={"button_width": "auto"})
     epochs = W.IntSlider(value=0, min=0, max=10, description="fine-tune ep.")
     button, err, info, out = run_button("Prune and measure"), error_box(), W.HTML(), W.Output()
 
@@ -183,13 +194,17 @@ def _distill_panel(teacher, data, add_point) -> W.VBox:
 
 
 def cheaper_lab(model, data) -> W.VBox:
-    """The three panels in tabs, above one accuracy-size-latency chart that collects every run."""
+    """The three panels in tabs, above one accuracy-size-latency chart that collects every run.
+
+    The chart is an Image widget whose PNG is replaced on every run: an Output widget written from a button
+    callback could show nothing in the front end (the "every run so far" chart went blank after a prune run).
+    """
     points = digits.scorecard({"fp32": model}, data, families={"fp32": "fp32"})
-    chart = W.Output()
+    chart = W.Image(format="png", layout=W.Layout(width="100%", max_width="760px", height="auto"))
 
     def add_point(point: dict) -> None:
         points.append(point)
-        show_figure(chart, plot_tradeoff([points[0], *points[1:][-11:]]))  # the baseline and the last 11 runs
+        chart.value = tradeoff_png(points)
 
     tabs = W.Tab(children=[_quant_panel(model, data, add_point), _prune_panel(model, data, add_point),
                            _distill_panel(model, data, add_point)])
@@ -198,7 +213,7 @@ def cheaper_lab(model, data) -> W.VBox:
     return W.VBox([tabs, W.HTML("<b>Every run so far</b> (up and to the left is better):"), chart])
 
 
-__all__ = ["GRANULARITIES", "make_scheme", "quantization_report", "pruning_report", "distillation_report",
+__all__ = ["GRANULARITIES", "make_scheme", "tradeoff_png", "quantization_report", "pruning_report", "distillation_report",
            "cheaper_lab"]
 
 

@@ -12,9 +12,7 @@ Bad input shows an inline message, never a traceback. Expensive runs wait for th
 
 from __future__ import annotations
 
-import dataclasses
 import html
-import os
 
 import ipywidgets as W
 
@@ -72,41 +70,15 @@ def _progress_bar(total: int) -> W.IntProgress:
     return W.IntProgress(value=0, min=0, max=total, description="progress", bar_style="info")
 
 
-class _FileProgress:
-    """While a run blocks the kernel, a thread counts the lines rank 0 appends to a temporary file and moves the
-    bar (widget updates from a thread reach the browser). Use as ``with _FileProgress(bar, total) as path:``."""
+def _stepper(bar: W.IntProgress, total: int):
+    """A callback for the launcher's ``on_progress``: each report moves the bar one step (it runs in the kernel
+    while the run blocks, and widget updates reach the browser at once)."""
+    bar.max, bar.value = total, 0
 
-    def __init__(self, bar: W.IntProgress, total: int) -> None:
-        self.bar, self.total = bar, total
-        self.bar.max, self.bar.value = total, 0
+    def step(_message: str) -> None:
+        bar.value = min(total, bar.value + 1)
 
-    def __enter__(self) -> str:
-        import tempfile
-        import threading
-
-        handle, self.path = tempfile.mkstemp(prefix="aihw-progress-", suffix=".txt")
-        os.close(handle)
-        self.done = threading.Event()
-        self.thread = threading.Thread(target=self._watch, daemon=True)
-        self.thread.start()
-        return self.path
-
-    def _count(self) -> int:
-        try:
-            with open(self.path, encoding="utf-8") as handle:
-                return sum(1 for _ in handle)
-        except OSError:
-            return 0
-
-    def _watch(self) -> None:
-        while not self.done.wait(0.25):
-            self.bar.value = min(self.total, self._count())
-
-    def __exit__(self, *exc) -> None:
-        self.done.set()
-        self.thread.join()
-        self.bar.value = min(self.total, self._count())
-        os.unlink(self.path)
+    return step
 
 
 def collectives_panel(world_size: int = 2, algorithms=("ring", "builtin"), max_bytes: int = 2**22) -> W.VBox:
@@ -124,8 +96,8 @@ def collectives_panel(world_size: int = 2, algorithms=("ring", "builtin"), max_b
         config = BenchConfig(sizes_bytes=tuple(s for s in DEFAULT_SIZES if s <= largest.value),
                              algorithms=tuple(algos.value))
         status.value = f"starting {ranks.value} ranks and measuring {len(config.sizes_bytes)} sizes..."
-        with _FileProgress(bar, len(config.sizes_bytes) * len(config.algorithms)) as path:
-            rows = measure(dataclasses.replace(config, progress_path=path), world_size=ranks.value)
+        rows = measure(config, world_size=ranks.value,
+                       on_progress=_stepper(bar, len(config.sizes_bytes) * len(config.algorithms)))
         fits, table.value = measurement_summary(rows)
         show_figure(out, plot_time_vs_size(rows, fits=fits))
         return "done"
@@ -151,7 +123,7 @@ def training_panel(world_size: int = 2, mode: str = "bucketed", steps: int = 30)
     from aihw.parallel import data_parallel as dp
 
     ranks = W.IntSlider(value=world_size, min=1, max=MAX_LAB_WORLD, description="ranks")
-    mode_box = W.ToggleButtons(options=dp.MODES, value=mode, description="mode")
+    mode_box = W.ToggleButtons(options=dp.MODES, value=mode, description="mode", style={"button_width": "auto"})
     steps_box = W.BoundedIntText(value=steps, min=1, max=1000, description="steps", layout=W.Layout(width="180px"))
     button = run_button("Train")
     bar, status, err, out = _progress_bar(1), W.HTML(), error_box(), W.Output()
@@ -161,8 +133,7 @@ def training_panel(world_size: int = 2, mode: str = "bucketed", steps: int = 30)
         config.local_batch(ranks.value)
         reference = dp.train_single(config)
         status.value = f"single-process reference done; training on {ranks.value} ranks..."
-        with _FileProgress(bar, config.steps) as path:
-            per_rank = dp.run(dataclasses.replace(config, progress_path=path), world_size=ranks.value)
+        per_rank = dp.run(config, world_size=ranks.value, on_progress=_stepper(bar, config.steps))
         info = training_summary(per_rank, reference)
         show_figure(out, plot_loss_curves(per_rank, reference=reference))
         return (f"ranks bit-identical: <b>{info['ranks_identical']}</b>; largest difference to the "
@@ -187,11 +158,21 @@ def cluster_report(params: float, *, bytes_per_value: float = 2, chip: str = "H1
     return estimates, f"<p>gradients: {n_bytes / 1e9:,.2f} GB per replica</p>{table}"
 
 
+# Parameter counts the cluster slider stops at (a log slider's 0.1-decade steps turned 7e9 into 6.31e9).
+MODEL_SIZES = (1e8, 3e8, 1e9, 1.5e9, 3e9, 7e9, 1.3e10, 3e10, 7e10, 1.75e11, 4.05e11, 1e12)
+
+
+def size_options(params: float) -> list[tuple[str, float]]:
+    """(label, value) stops of the parameter slider; ``params`` is always one of them, exactly."""
+    values = sorted({*MODEL_SIZES, float(params)})
+    return [(f"{v:.3g}", v) for v in values]
+
+
 def cluster_panel(params: float = 7e9) -> W.VBox:
     """Live: a model size, gradient precision, chip, network and layout -> predicted all-reduce times."""
     gpus = [c.name for c in list_chips("gpu") if c.interconnect is not None]
     tpus = [c.name for c in list_chips("tpu") if c.interconnect is not None]
-    size = W.FloatLogSlider(value=params, base=10, min=8, max=12, description="parameters", readout_format=".3g")
+    size = W.SelectionSlider(options=size_options(params), value=float(params), description="parameters")
     precision = W.Dropdown(options=[("bf16 (2 bytes)", 2), ("fp32 (4 bytes)", 4)], value=2, description="gradients")
     chip = W.Dropdown(options=gpus, value="NVIDIA H100 SXM" if "NVIDIA H100 SXM" in gpus else gpus[0],
                       description="GPU")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import ipywidgets as W
 import numpy as np
@@ -16,9 +17,11 @@ import numpy as np
 from aihw import roofline, systolic
 from aihw.catalogue import hardware
 from aihw.plots.gpus_vs_tpus import RooflinePlot, plot_roofline, plot_trace_step
-from aihw.precision import BYTES_PER_ELEMENT
 from aihw.report import markdown_table
 from aihw.widgets._common import error_box, figure_png, guarded_run, run_button, show_error, show_figure
+
+if TYPE_CHECKING:
+    from aihw.measure.roofline import Dtype  # torch: imported only when the measurement panel is built
 
 DEFAULT_CHIPS = ("H100 SXM", "TPU v5e")
 
@@ -27,7 +30,8 @@ def roofline_report(chips: Sequence[str], dtype: str, m: int, n: int, k: int) ->
     """Estimates of an (m×k)·(k×n) matmul on each chip that supports ``dtype``, and an HTML summary table."""
     if not chips:
         raise ValueError("choose at least one chip")
-    estimates, rows = [], []
+    estimates: list = []
+    rows: list[dict[str, object]] = []
     for name in chips:
         chip = hardware.get_chip(name)
         if dtype not in chip.flops:
@@ -59,7 +63,7 @@ def roofline_explorer(chips: Sequence[str] = DEFAULT_CHIPS, dtype: str = "bf16",
     names = [c.name for c in hardware.list_chips()]
     pick = W.SelectMultiple(options=names, value=tuple(hardware.get_chip(c).name for c in chips),
                             rows=6, description="chips")
-    dtype_box = W.Dropdown(options=[p for p in BYTES_PER_ELEMENT if p != "int4"], value=dtype, description="dtype")
+    dtype_box = W.Dropdown(options=[p for p in hardware.PRECISIONS if p != "int4"], value=dtype, description="dtype")
     dims = [W.BoundedIntText(value=v, min=1, max=10**7, description=d, layout=W.Layout(width="160px")) for d, v in zip("MNK", shape,
                                                                                              strict=True)]
     err, table, image = error_box(), W.HTML(), W.Image(format="png", layout=W.Layout(max_width="760px"))
@@ -99,7 +103,8 @@ def systolic_stepper(size: int = 3, m: int = 4, k: int = 3, n: int = 3, seed: in
     rng = np.random.default_rng(seed)
     A, B = rng.integers(-3, 4, (m, k)), rng.integers(-3, 4, (k, n))
     total = systolic.trace(A, B, size=size, dataflow="weight-stationary").cycles
-    flow = W.ToggleButtons(options=["weight-stationary", "output-stationary"], description="dataflow")
+    flow = W.ToggleButtons(options=["weight-stationary", "output-stationary"], description="dataflow",
+                         style={"button_width": "auto"})
     cycle = W.IntSlider(value=0, min=0, max=total - 1, description="cycle", continuous_update=False)
     play = W.Play(value=0, min=0, max=total - 1, interval=700, description="play")
     W.jslink((play, "value"), (cycle, "value"))
@@ -160,7 +165,7 @@ def roofline_view(measurement, detection, chips: Sequence[str] = DEFAULT_CHIPS, 
             "note": detection.note, "label": "measured on " + measurement.label}
 
 
-def measure_panel(chips: Sequence[str] = DEFAULT_CHIPS, dtype: str | None = None, config=None) -> W.VBox:
+def measure_panel(chips: Sequence[str] = DEFAULT_CHIPS, dtype: Dtype | None = None, config=None) -> W.VBox:
     """A button that measures this machine and adds it to the roofline.
 
     ``config`` is an :class:`aihw.measure.roofline.MeasureConfig`; by default ``lab_config()``: a few seconds of

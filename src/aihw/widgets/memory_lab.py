@@ -13,44 +13,62 @@ The builder :func:`memory_explorer` returns the widget. The work is in plain fun
 from __future__ import annotations
 
 import html
+from typing import TYPE_CHECKING
 
 import ipywidgets as W
-import matplotlib.pyplot as plt
 
 from aihw.catalogue import hardware
-from aihw.memory import GB, OPTIMIZER_STATE_BYTES, PRECISION_BYTES, RECOMPUTE, GiB, MemoryConfig, estimate
+from aihw.flops import RECOMPUTE_CHOICES, Recompute
+from aihw.memory import (
+    GB,
+    OPTIMIZER_STATE_BYTES,
+    PRECISION_BYTES,
+    GiB,
+    MemoryConfig,
+    Mode,
+    Optimizer,
+    ZeroStage,
+    estimate,
+)
 from aihw.memory_fit import devices_needed
-from aihw.model_presets import ModelShape, list_presets
+from aihw.model_presets import ModelShape, list_presets, resolve_model
 from aihw.plots.memory import COLOURS, plot_breakdown, plot_prediction_with_measurement
+from aihw.plots.style import subplots
 from aihw.widgets._common import error_box, guarded_run, run_button, show_error, show_figure
 
+if TYPE_CHECKING:
+    from aihw.measure.memory import MeasuredOptimizer  # torch: loaded only when a measurement is asked for
+
 CUSTOM = "custom (raw dims)"
+CUSTOM_FIELDS = ("hidden", "layers", "heads", "vocab")  # shown only when the model is CUSTOM
 MEASURE_LIMITS = {"hidden": 512, "layers": 8, "seq": 1024, "batch": 32, "vocab": 4096}  # keeps a run < ~10 s
 
 
 def memory_view(*, model: str = "llama-2-7b", hidden: int = 64, layers: int = 2, heads: int = 4, vocab: int = 256,
-                precision: str = "bf16", mode: str = "train", optimizer: str = "adamw", batch: int = 1,
-                seq: int = 1024, recompute: str = "none", zero: int = 0, dp: int = 1, tp: int = 1, pp: int = 1,
+                precision: str = "bf16", mode: Mode = "train", optimizer: Optimizer = "adamw", batch: int = 1,
+                seq: int = 1024, recompute: Recompute = "none", zero: ZeroStage = 0, dp: int = 1, tp: int = 1, pp: int = 1,
                 chip: str = "NVIDIA H100 SXM") -> dict:
     """Estimate for the control values; verdict against ``chip`` and the chips needed. Raises ValueError."""
     shape = (ModelShape("custom", hidden, layers, heads, vocab=vocab, max_seq=seq) if model == CUSTOM
-             else model)
+             else resolve_model(model))
     cfg = MemoryConfig(model=shape, precision=precision, mode=mode, optimizer=optimizer, batch=batch, seq=seq,
                        recompute=recompute, zero=zero, dp=dp, tp=tp, pp=pp)
     est = estimate(cfg)
     cap = float(hardware.get_chip(chip).memory_bytes)
     fits = est.per_device_bytes <= cap
     needed = devices_needed(cfg, cap)
-    verdict = (f"<b style='color:{'#1b7f3b' if fits else '#b00020'}'>{'fits' if fits else 'does not fit'}</b> "
-               f"on one {html.escape(chip)} ({cap / GB:,.0f} GB): {_size(est.per_device_bytes)} per device, "
-               f"{est.devices} device(s). "
-               + (f"Fewest chips that hold it ({'ZeRO stage ' + str(zero) if mode == 'train' else 'TP then PP'}"
-                  f"): <b>{needed}</b>." if needed else "No split of this kind holds it."))
-    return {"estimate": est, "capacity_bytes": cap, "fits": fits, "chips_needed": needed, "verdict": verdict}
+    word = "fits" if fits else "does not fit"
+    rest = (f" on one {chip} ({cap / GB:,.0f} GB): {_size(est.per_device_bytes)} per device, {est.devices} device(s). ")
+    split = f"Fewest chips that hold it ({'ZeRO stage ' + str(zero) if mode == 'train' else 'TP then PP'}): "
+    text = word + rest + (f"{split}{needed}." if needed else "No split of this kind holds it.")
+    verdict = (f"<b style='color:{'#1b7f3b' if fits else '#b00020'}'>{word}</b>{html.escape(rest)}"
+               + (f"{html.escape(split)}<b>{needed}</b>." if needed else "No split of this kind holds it."))
+    return {"estimate": est, "capacity_bytes": cap, "fits": fits, "chips_needed": needed, "verdict": verdict,
+            "verdict_text": text}
 
 
 def measure_view(*, hidden: int, layers: int, heads: int, vocab: int, seq: int, batch: int,
-                 recompute: str = "none", optimizer: str = "adamw") -> list[dict]:
+                 recompute: Recompute = "none", optimizer: MeasuredOptimizer = "adamw") -> list[dict]:
     """Run the TinyGPT with these dims on this machine (fp32) and return predicted-vs-measured rows."""
     from aihw.measure.memory import MeasureConfig, compare  # torch loads only when a measurement is asked for
     from aihw.models.tinygpt import TinyGPTConfig
@@ -81,7 +99,7 @@ def draw(view: dict, measured: list[dict] | None = None):
     if measured:
         return plot_prediction_with_measurement(
             est, measured, title=f"{est.config.model.name}: predicted and measured (fp32, one device)")
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig, ax = subplots(row_height=3.9)
     plot_breakdown({"one device holds all": _as_total(est), f"per device ({est.devices} devices)": est},
                    ax=ax, capacity_bytes=view["capacity_bytes"])
     ax.set_title(est.config.model.name if est.config.model else "", fontsize=10)
@@ -162,11 +180,13 @@ def memory_explorer(model: str = "llama-2-7b", chip: str = "NVIDIA H100 SXM") ->
         "heads": W.BoundedIntText(value=4, min=1, max=1024, description="heads"),
         "vocab": W.BoundedIntText(value=256, min=1, max=10**6, description="vocab"),
         "precision": W.Dropdown(options=list(PRECISION_BYTES), value="bf16", description="precision"),
-        "mode": W.ToggleButtons(options=["train", "infer"], value="train", description="mode"),
+        "mode": W.ToggleButtons(options=["train", "infer"], value="train", description="mode",
+                                style={"button_width": "auto"}),
         "optimizer": W.Dropdown(options=list(OPTIMIZER_STATE_BYTES), value="adamw", description="optimizer"),
         "batch": W.BoundedIntText(value=1, min=1, max=10**5, description="batch"),
         "seq": W.BoundedIntText(value=1024, min=1, max=10**7, description="seq"),
-        "recompute": W.ToggleButtons(options=list(RECOMPUTE), value="none", description="recompute"),
+        "recompute": W.ToggleButtons(options=list(RECOMPUTE_CHOICES), value="none", description="recompute",
+                                     style={"button_width": "auto"}),
         "zero": W.IntSlider(value=0, min=0, max=3, description="ZeRO"),
         "dp": W.BoundedIntText(value=1, min=1, max=10**5, description="DP"),
         "tp": W.BoundedIntText(value=1, min=1, max=1024, description="TP"),
@@ -181,7 +201,12 @@ def memory_explorer(model: str = "llama-2-7b", chip: str = "NVIDIA H100 SXM") ->
     def values() -> dict:
         return {k: w.value for k, w in c.items()}
 
+    def show_custom_fields() -> None:  # raw dims only when "custom" is chosen (not beside a preset)
+        for k in CUSTOM_FIELDS:
+            c[k].layout.display = None if c["model"].value == CUSTOM else "none"
+
     def update(_=None) -> None:
+        show_custom_fields()
         if state["quiet"]:
             return
         try:
@@ -245,12 +270,9 @@ def _worked_2() -> tuple[float, str]:
 
 
 def _worked_3() -> tuple[float, str]:
-    from aihw.catalogue import hardware
-    from aihw.memory import MemoryConfig, estimate
-    from aihw.memory_fit import devices_needed
-
-    train = MemoryConfig(model="llama-2-70b", batch=1, seq=4096, recompute="full")
+    train = MemoryConfig(model=resolve_model("llama-2-70b"), batch=1, seq=4096, recompute="full")
     n = devices_needed(train, hardware.get_chip("H100 SXM").memory_bytes, zero=3)
+    assert n is not None, "some ZeRO-3 split of H100s holds Llama-2-70B"
     act = estimate(train).total["activations"]
     return float(n), (f"ZeRO-3 shards the 16 B/parameter of model state over N GPUs, but each GPU keeps its own "
                       f"activations ({act / 1e9:.1f} GB with full recomputation). The smallest N with "

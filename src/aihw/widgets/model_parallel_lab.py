@@ -73,7 +73,8 @@ def _facts_html(facts: dict) -> str:
 
 def schedule_explorer(schedule: str = "1f1b", p: int = 4, m: int = 8, v: int = 2) -> W.VBox:
     """Sliders for p, m, v and the schedule; the simulated Gantt chart and bubble update live."""
-    sched = W.ToggleButtons(options=SCHEDULES, value=schedule, description="schedule")
+    sched = W.ToggleButtons(options=SCHEDULES, value=schedule, description="schedule",
+                            style={"button_width": "auto"})
     sliders = {name: W.IntSlider(value=val, min=1, max=hi, description=name, continuous_update=False)
                for name, val, hi in (("p", p, 16), ("m", m, 32), ("v", v, 4))}
     err, facts, image = error_box(), W.HTML(), W.Image(format="png")
@@ -98,7 +99,8 @@ def pipeline_panel(p: int = 2, m: int = 4, schedule: str = "1f1b") -> W.VBox:
     """Choose p, m and the schedule, press Run: the measured timeline beside the simulated one."""
     p_box = W.BoundedIntText(value=p, min=1, max=6, description="p (ranks)")
     m_box = W.BoundedIntText(value=m, min=1, max=16, description="m")
-    sched = W.ToggleButtons(options=("gpipe", "1f1b"), value=schedule, description="schedule")
+    sched = W.ToggleButtons(options=("gpipe", "1f1b"), value=schedule, description="schedule",
+                            style={"button_width": "auto"})
     button = run_button("Run")
     status, err, image = W.HTML("Press Run: it starts p processes (a few seconds each)."), error_box(), \
         W.Image(format="png")

@@ -1,0 +1,92 @@
+"""Plots of the chapter "Number formats and mixed precision": format grids, bit fields, loss curves."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from aihw import numerics
+
+FIELD_COLOURS = {"sign": "#d62728", "exponent": "#1f77b4", "mantissa": "#2ca02c"}
+RECIPE_COLOURS = {"fp32": "black", "fp16": "#d62728", "fp16_scaled": "#2ca02c", "bf16_pure": "#d62728",
+                  "bf16_master": "#1f77b4", "bf16_stochastic": "#ff7f0e", "none": "black", "current": "#1f77b4",
+                  "delayed": "#d62728", "block": "#2ca02c"}
+
+
+def plot_bits(enc: numerics.Encoding, *, ax=None):
+    """The bits of one encoded value as coloured boxes (sign, exponent, mantissa), with what they mean."""
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(8, 1.6))
+    fields = [("sign", enc.sign), ("exponent", enc.exponent), ("mantissa", enc.mantissa)]
+    x = 0
+    for field, bits in fields:
+        for b in bits:
+            ax.add_patch(plt.Rectangle((x, 0), 1, 1, facecolor=FIELD_COLOURS[field], alpha=0.35, edgecolor="k"))
+            ax.text(x + 0.5, 0.5, b, ha="center", va="center", fontsize=11, family="monospace")
+            x += 1
+        if bits:
+            ax.text(x - len(bits) / 2, 1.15, field, ha="center", va="bottom", fontsize=8)
+    ax.set_xlim(0, max(x, 1))
+    ax.set_ylim(0, 1.6)
+    ax.axis("off")
+    ax.set_title(f"{enc.value:.8g} in {enc.format}: stored {enc.stored:.8g} ({enc.kind}), "
+                 f"error {enc.abs_error:.3g}", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def plot_number_line(fmt: str, *, low: float = 0.0, high: float | None = None, ax=None):
+    """The representable values of a format (<= 16 bits) between ``low`` and ``high`` as ticks on a line."""
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(8, 1.8))
+    vals = numerics.representable_values(fmt)
+    high = float(vals[-1]) if high is None else high
+    shown = vals[(vals >= low) & (vals <= high)]
+    ax.vlines(shown, 0, 1, lw=0.8)
+    ax.set_yticks([])
+    ax.set_xlim(low, high)
+    ax.set_title(f"{fmt}: {shown.size} representable values in [{low:g}, {high:g}]", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def plot_losses(curves: Mapping[str, Sequence[float]], *, title: str = "", ax=None):
+    """Loss per step for each run (label -> losses)."""
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(7, 3.6))
+    for label, losses in curves.items():
+        ax.plot(np.arange(1, len(losses) + 1), losses, label=label, color=RECIPE_COLOURS.get(label), lw=1.4)
+    ax.set_xlabel("step")
+    ax.set_ylabel("training loss")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_fraction(curves: Mapping[str, Sequence[float]], *, ylabel: str, title: str = "", ax=None):
+    """A per-step fraction (zero gradients, lost updates) for each run."""
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(7, 3.2))
+    for label, ys in curves.items():
+        ax.plot(np.arange(1, len(ys) + 1), ys, label=label, color=RECIPE_COLOURS.get(label), lw=1.4)
+    ax.set_xlabel("step")
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_block_errors(rows: Sequence[Mapping], *, title: str = "", ax=None):
+    """Relative RMS quantization error per format (bars), bits per value in the labels."""
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(7, 3.4))
+    labels = [f"{r['format']}\n{r['bits_per_value']:g} b" for r in rows]
+    vals = [100 * float(r["rel_rms"]) for r in rows]
+    ax.bar(np.arange(len(rows)), vals, color=["#1f77b4" if "per_tensor" in str(r["format"]) else "#2ca02c"
+                                              for r in rows])
+    ax.set_xticks(np.arange(len(rows)), labels, fontsize=7)
+    ax.set_ylabel("relative RMS error (%)")
+    ax.set_yscale("log")
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig

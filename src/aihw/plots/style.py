@@ -1,0 +1,165 @@
+"""The one figure style of the book, owned by the package: every plot function in :mod:`aihw.plots` draws with it,
+and every chapter applies it with one call, :func:`setup_book`.
+
+Sizes are set from the book's column so text stays legible where it is read:
+
+* a figure is :data:`COLUMN_WIDTH_IN` inches wide (the column); the browser scales it to the column
+  (about 730 px on a desktop, about 358 px on a 390-px phone);
+* no text is smaller than :data:`MIN_FONT_PT` points; drawn at the column width that is
+  ``MIN_FONT_PT * 358 / (72 * COLUMN_WIDTH_IN)`` ≈ 7.6 px on a phone and 12 px at natural size on a desktop
+  (:func:`rendered_font_px` computes it; tests/test_browser_book.py measures it on the built pages);
+* figures are SVG with real ``<text>`` (sharp at any zoom, searchable, and measurable by the browser tests);
+* legends sit outside the data (:func:`legend_outside`); bar charts start at zero.
+
+Usage: ``with book_style(): ...`` around drawing code, ``@styled`` on a plot function, or :func:`setup_book`
+once at the top of a notebook (also switches the inline backend to SVG).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+
+COLUMN_WIDTH_IN = 6.0  # the book's column, in inches of figure (100% of the text column)
+ROW_HEIGHT_IN = 3.4  # one row of panels
+BASE_FONT_PT = 11.0
+MIN_FONT_PT = 9.0  # "small" = 11 * 0.833 ≈ 9.2 pt is the smallest text a figure may use
+PHONE_COLUMN_PX = 358.0  # text column of a 390-px-wide phone (sphinx-book-theme's padding taken off)
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")  # Okabe-Ito
+
+RC: dict[str, Any] = {
+    "figure.figsize": (COLUMN_WIDTH_IN, ROW_HEIGHT_IN + 0.4),
+    "figure.dpi": 100,
+    "savefig.dpi": 200,  # raster outputs (widgets' PNGs) at 2x
+    "savefig.bbox": None,
+    "svg.fonttype": "none",  # text stays text: sharp, searchable, and its size can be checked
+    "font.size": BASE_FONT_PT,
+    "font.family": "sans-serif",
+    "font.sans-serif": ["DejaVu Sans", "Arial", "Helvetica", "sans-serif"],
+    "axes.titlesize": BASE_FONT_PT,
+    "axes.labelsize": BASE_FONT_PT,
+    "xtick.labelsize": "small",
+    "ytick.labelsize": "small",
+    "legend.fontsize": "small",
+    "legend.title_fontsize": "small",
+    "legend.frameon": False,
+    "figure.titlesize": BASE_FONT_PT + 1,
+    "axes.prop_cycle": mpl.cycler(color=list(PALETTE)),
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": False,
+    "grid.alpha": 0.3,
+    "lines.linewidth": 1.8,
+    "lines.markersize": 6,
+    "image.cmap": "viridis",
+}
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@contextmanager
+def book_style() -> Iterator[None]:
+    """The book's rcParams for the duration of the block (fonts and sizes are read when artists are made)."""
+    with mpl.rc_context(RC):
+        yield
+
+
+def plain_log_labels(fig):
+    """Label log axes ``0.01, 1, 100, 1e+04`` instead of ``10^{-2}``: a superscript is drawn at 70% of the tick
+    size, below the minimum text size. Axes with their own formatter are left alone. Returns ``fig``."""
+    from matplotlib.ticker import FuncFormatter, LogFormatterSciNotation
+
+    for ax in getattr(fig, "axes", ()):
+        for axis in (ax.xaxis, ax.yaxis):
+            if axis.get_scale() == "log" and type(axis.get_major_formatter()) is LogFormatterSciNotation:
+                axis.set_major_formatter(FuncFormatter(_plain))
+    return fig
+
+
+def _plain(value: float, _pos=None) -> str:
+    return f"{value:g}"
+
+
+def styled(func: F) -> F:
+    """Decorator: run a plot function under :func:`book_style` (and label its log axes in plain numbers)."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        with book_style():
+            result = func(*args, **kwargs)
+            return plain_log_labels(result) if isinstance(result, mpl.figure.Figure) else result
+
+    return wrapper  # type: ignore[return-value]
+
+
+def setup_book(*, formats: tuple[str, ...] = ("svg",)) -> None:
+    """Apply the style for the whole session (one call at the top of a chapter or lab) and, inside IPython,
+    make the inline backend emit ``formats`` (SVG by default)."""
+    mpl.rcParams.update(RC)
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython is always there in a notebook
+        return
+    if get_ipython() is None:
+        return
+    from matplotlib_inline.backend_inline import set_matplotlib_formats
+
+    set_matplotlib_formats(*formats)
+
+
+def subplots(nrows: int = 1, ncols: int = 1, *, row_height: float = ROW_HEIGHT_IN, width: float = COLUMN_WIDTH_IN,
+             **kwargs):
+    """``plt.subplots`` at the column width, ``row_height`` inches per row, constrained layout."""
+    kwargs.setdefault("layout", "constrained")
+    with book_style():
+        return plt.subplots(nrows, ncols, figsize=(width, row_height * nrows + 0.3), **kwargs)
+
+
+def panels(n: int, *, row_height: float = ROW_HEIGHT_IN, **kwargs):
+    """``n`` panels stacked in one column at the column width (legible on a phone); returns (fig, axes)."""
+    fig, axes = subplots(n, 1, row_height=row_height, **kwargs)
+    return fig, (list(axes) if n > 1 else [axes])
+
+
+def tidy(fig):
+    """Lay ``fig`` out without overlaps (constrained layout, which also makes room for legends outside the axes)
+    unless the caller chose a layout already; returns ``fig``."""
+    if fig.get_layout_engine() is None:
+        fig.set_layout_engine("constrained")
+    return fig
+
+
+def legend_outside(ax, *, where: str = "below", ncols: int | None = None, **kwargs):
+    """A legend off the data: a row below the axes (``where="below"``) or a column on the right."""
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return None
+    if where == "right":
+        return ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **kwargs)
+    longest = max(len(label) for label in labels)
+    ncols = ncols or (1 if longest > 24 else min(len(handles), 2 if longest > 12 else 3))
+    return ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=ncols, borderaxespad=0.0, **kwargs)
+
+
+def rendered_font_px(font_pt: float, figure_width_in: float = COLUMN_WIDTH_IN,
+                     column_px: float = PHONE_COLUMN_PX) -> float:
+    """Height in CSS pixels of ``font_pt`` text in a figure ``figure_width_in`` wide, scaled to ``column_px``."""
+    return font_pt * column_px / (72.0 * figure_width_in)
+
+
+def small_text(fig) -> list[tuple[str, float]]:
+    """Visible texts of ``fig`` smaller than :data:`MIN_FONT_PT` (text, size in pt): empty for a styled figure."""
+    found = []
+    for text in fig.findobj(mpl.text.Text):
+        if text.get_visible() and text.get_text().strip() and text.get_fontsize() < MIN_FONT_PT - 1e-6:
+            found.append((text.get_text(), float(text.get_fontsize())))
+    return found
+
+
+__all__ = ["COLUMN_WIDTH_IN", "ROW_HEIGHT_IN", "MIN_FONT_PT", "BASE_FONT_PT", "PALETTE", "RC", "book_style",
+           "styled", "plain_log_labels", "setup_book", "subplots", "panels", "tidy", "legend_outside", "rendered_font_px", "small_text"]

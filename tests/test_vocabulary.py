@@ -1,0 +1,40 @@
+"""One vocabulary: every set of choices is declared once as a Literal type, its runtime tuple derived from it."""
+
+import importlib
+import inspect
+import pkgutil
+import typing
+
+import pytest
+
+import aihw
+
+pytest.importorskip("torch")
+pytest.importorskip("ipywidgets")
+
+
+def _declared_literals():
+    """(module, name, Literal) for every Literal type alias declared at the top level of an aihw module."""
+    for info in pkgutil.walk_packages(aihw.__path__, prefix="aihw."):
+        module = importlib.import_module(info.name)
+        source = inspect.getsource(module)
+        for name, value in vars(module).items():
+            if typing.get_origin(value) is typing.Literal and f"\n{name} = Literal[" in source:
+                yield module, name, value
+
+
+DECLARED = list(_declared_literals())
+
+
+def test_the_choices_are_declared_as_literals():
+    names = {f"{m.__name__}.{n}" for m, n, _ in DECLARED}
+    assert {"aihw.flops.Recompute", "aihw.memory.Mode", "aihw.memory.Optimizer", "aihw.memory.ZeroStage",
+            "aihw.pipeline_sim.Schedule", "aihw.measure.device.Backend", "aihw.measure.roofline.Dtype",
+            "aihw.parallel.zero.Method", "aihw.parallel.data_parallel.Mode", "aihw.precision.Special"} <= names
+
+
+@pytest.mark.parametrize("module, name, literal", DECLARED, ids=[f"{m.__name__}.{n}" for m, n, _ in DECLARED])
+def test_runtime_tuple_is_get_args_of_the_literal(module, name, literal):
+    choices = typing.get_args(literal)
+    tuples = [t for t, v in vars(module).items() if isinstance(v, tuple) and v == choices]
+    assert tuples, f"{module.__name__}.{name}: no module-level tuple equals get_args({name}) = {choices}"
