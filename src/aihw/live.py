@@ -42,6 +42,9 @@ def _precisions() -> list[str]:
     return list(PRECISIONS)
 
 
+# The CLI's numeric argument types (aihw.commands._args), by the name argparse shows.
+NUMBER_TYPES = ("number", "count", "byte size", "positive integer", "integer", "positive number")
+
 # Suggested values for free-text options (shown as a drop-down list; any other text is still accepted).
 SUGGESTIONS: dict[str, Callable[[], list[str]]] = {
     "--model": _presets, "--chip": _chips, "--precision": _precisions, "--kv-precision": _precisions,
@@ -91,8 +94,8 @@ def form(command: str, fields: Sequence[str]) -> list[dict]:
         if flag not in options:
             raise ValueError(f"aihw {command} has no option {flag}; it has: {', '.join(sorted(options))}")
         action = options[flag]
-        kind = ("flag" if isinstance(action, argparse._StoreTrueAction)
-                else "number" if action.type in (int, float) else "text")
+        numeric = action.type in (int, float) or getattr(action.type, "__name__", "") in NUMBER_TYPES
+        kind = "flag" if isinstance(action, argparse._StoreTrueAction) else "number" if numeric else "text"
         default = action.default if action.default not in (None, argparse.SUPPRESS) else ""
         nargs = action.nargs if isinstance(action.nargs, int) else 1
         spec.append({"flag": flag, "help": action.help or "", "kind": kind, "nargs": nargs,

@@ -33,6 +33,7 @@ from aihw._validate import require_choice, require_positive
 from aihw.precision import get_format
 
 Special = Literal["ieee", "fn", "finite", "e8m0", "int"]
+SPECIALS: tuple[str, ...] = get_args(Special)
 Overflow = Literal["format", "saturate", "raise"]
 OVERFLOW_MODES: tuple[str, ...] = get_args(Overflow)
 BlockFormatName = Literal["mxfp8", "mxfp8_e5m2", "mxfp4", "nvfp4"]

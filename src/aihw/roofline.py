@@ -69,7 +69,7 @@ def matmul_flops(m: int, n: int, k: int) -> int:
 def matmul_bytes(m: int, n: int, k: int, dtype: str) -> float:
     """Minimum off-chip traffic of a matmul: read A and B once, write C once."""
     m, n, k = (require_positive_int(name, v) for name, v in (("m", m), ("n", n), ("k", k)))
-    return (m * k + k * n + m * n) * bytes_per_element(dtype)
+    return (float(m) * k + float(k) * n + float(m) * n) * bytes_per_element(dtype)  # floats: overflow -> inf, refused later
 
 
 def elementwise_bytes(n_elements: int, dtype: str, *, n_inputs: int = 2, n_outputs: int = 1) -> float:
@@ -77,7 +77,7 @@ def elementwise_bytes(n_elements: int, dtype: str, *, n_inputs: int = 2, n_outpu
     n_elements = require_positive_int("n_elements", n_elements)
     n_inputs = require_positive_int("n_inputs", n_inputs)
     n_outputs = require_positive_int("n_outputs", n_outputs)
-    return n_elements * (n_inputs + n_outputs) * bytes_per_element(dtype)
+    return float(n_elements) * (n_inputs + n_outputs) * bytes_per_element(dtype)
 
 
 def estimate(name: str, flops: float, bytes_moved: float, *, peak_flops: float, bandwidth: float) -> OpEstimate:
@@ -110,7 +110,7 @@ def estimate_elementwise(chip, n_elements: int, dtype: str = "bf16", *, flops_pe
     flops_per_element = require_positive("flops_per_element", flops_per_element)
     peak, bandwidth = _chip_roofs(chip, dtype)
     moved = elementwise_bytes(n_elements, dtype, n_inputs=n_inputs, n_outputs=n_outputs)
-    flops = int(n_elements) * flops_per_element
+    flops = float(n_elements) * flops_per_element
     return estimate(f"elementwise x{n_elements} ({dtype})", flops, moved, peak_flops=peak, bandwidth=bandwidth)
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 import torch
 import torch.distributed as dist
@@ -36,6 +36,7 @@ from aihw._validate import require_choice, require_positive
 from aihw.parallel.launch import LaunchConfig, RankContext, launch_each
 
 AllToAll = Literal["library", "p2p"]
+ALL_TO_ALL_CHOICES: tuple[str, ...] = get_args(AllToAll)
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ class MoEConfig:
             raise ValueError(f"top_k={self.top_k} cannot exceed experts={self.experts}")
         if self.capacity_factor is not None:
             require_positive("capacity_factor", self.capacity_factor)
-        require_choice("all_to_all", self.all_to_all, ("library", "p2p"))
+        require_choice("all_to_all", self.all_to_all, ALL_TO_ALL_CHOICES)
 
 
 class Expert(nn.Module):
