@@ -162,7 +162,7 @@ def test_data_parallel_run_passes_gpu_compute_to_the_launcher(monkeypatch):
 
     seen = {}
 
-    def fake_launch(worker, dp_config, *, config):
+    def fake_launch(worker, dp_config, *, config, on_progress=None):
         seen["config"] = config
         return [{"rank": 0}]
 
