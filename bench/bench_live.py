@@ -17,7 +17,9 @@ from pathlib import Path
 from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1] / "_build" / "html"
-PAGES = {"memory": "chapters/memory.html", "roofline": "chapters/gpus_vs_tpus.html"}
+PAGES = {"memory": "chapters/memory.html", "roofline": "chapters/gpus_vs_tpus.html",
+         "serve": "chapters/inference.html", "plan": "chapters/planning.html", "scaling": "chapters/scaling.html",
+         "collectives": "chapters/data_parallel.html"}
 FIRST_S, UPDATE_S = 5.0, 0.200
 ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu"]
 

@@ -145,7 +145,8 @@ plt.show()
 for k, m in variants.items():
     print(f"{k:>13}: accuracy {digits.accuracy(m, data.x_test, data.y_test):.1%}, zeros {prune.sparsity(m):.0%}")
 assert prune.sparsity(variants["90% zeros"]) >= 0.9 - 1e-6 and flops["90% zeros"] == flops["dense"]
-assert times["−75% neurons"] < times["dense"]
+# Timings are shown, not asserted (a busy machine can reorder them); the work removed is exact:
+assert flops["−75% neurons"] < 0.35 * flops["dense"]
 
 # %% [markdown]
 # ## Distil: does the teacher help?

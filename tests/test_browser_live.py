@@ -19,7 +19,9 @@ from aihw import live
 
 pytestmark = pytest.mark.browser
 
-PAGES = {"memory": "chapters/memory.html", "roofline": "chapters/gpus_vs_tpus.html"}
+PAGES = {"memory": "chapters/memory.html", "roofline": "chapters/gpus_vs_tpus.html",
+         "serve": "chapters/inference.html", "plan": "chapters/planning.html", "scaling": "chapters/scaling.html",
+         "collectives": "chapters/data_parallel.html"}
 BOOK_GROWTH_LIMIT = 15e6  # bytes the live calculators may add to the book
 
 

@@ -66,7 +66,8 @@
   }
 
   function label(path) {
-    return path.split(".").pop().replace(/_/g, " ");
+    return path.replace(/^(layouts\.0|estimate|methods|config)\./, "").replace(/\.(\d+)\./g, " $1 ")
+      .replace(/[._]/g, " ");
   }
 
   function renderTable(panel, config, result) {
