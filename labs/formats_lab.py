@@ -89,7 +89,9 @@ uf = {r: run(MixedConfig(r, **UF)) for r in ("fp32", "fp16", "fp16_scaled")}
 for r, res in uf.items():
     print(f"{r:12} final loss {res.final_loss:.3f}   gradient elements == 0: {np.mean(res.zero_grad_fraction):6.1%}"
           f"   skipped steps: {res.skipped_steps}")
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.4))
+from aihw.plots.style import subplots as column_subplots  # stacked panels at the column width
+
+fig, axes = column_subplots(2, 1, row_height=3.0)
 plot_losses({r: res.losses for r, res in uf.items()}, title="loss", ax=axes[0])
 plot_fraction({r: res.zero_grad_fraction for r, res in uf.items()}, ylabel="gradients == 0", ax=axes[1])
 plt.show()
@@ -120,7 +122,9 @@ print("smallest update that moves w = 0.02 in bf16:", numerics.half_ulp_threshol
 lu = {r: run(MixedConfig(r, **LU)) for r in ("bf16_pure", "bf16_master", "bf16_stochastic")}
 for r, res in lu.items():
     print(f"{r:16} final loss {res.final_loss:.3f}   updates rounded away: {np.mean(res.lost_update_fraction):6.1%}")
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.4))
+from aihw.plots.style import subplots as column_subplots  # stacked panels at the column width
+
+fig, axes = column_subplots(2, 1, row_height=3.0)
 plot_losses({r: res.losses for r, res in lu.items()}, title="loss", ax=axes[0])
 plot_fraction({r: res.lost_update_fraction for r, res in lu.items()}, ylabel="lost updates", ax=axes[1])
 plt.show()

@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch
 
 from aihw.catalogue.hardware import Chip, get_chip
+from aihw.plots.style import styled
 
 
 def _axes(ax: Axes | None, figsize: tuple[float, float]) -> Axes:
@@ -41,6 +42,7 @@ def _kib(chip: Chip, name: str) -> str:
     return f"{chip.anatomy_value(name) / 1024:.0f} KiB" if name in chip.anatomy else "?"
 
 
+@styled
 def draw_sm(chip: str | Chip = "H100 SXM", ax: Axes | None = None) -> Figure:
     """One streaming multiprocessor: four sub-partitions (warp scheduler, register file slice, CUDA cores, a
     tensor core), the shared memory / L1 block, and the L2 and HBM it is fed from."""
@@ -65,6 +67,7 @@ def draw_sm(chip: str | Chip = "H100 SXM", ax: Axes | None = None) -> Figure:
     return ax.figure
 
 
+@styled
 def draw_tpu_core(chip: str | Chip = "TPU v5p", ax: Axes | None = None) -> Figure:
     """One TPU TensorCore: its MXUs (systolic arrays), vector and scalar units, vector memory, and HBM."""
     chip = get_chip(chip) if isinstance(chip, str) else chip
@@ -85,6 +88,7 @@ def draw_tpu_core(chip: str | Chip = "TPU v5p", ax: Axes | None = None) -> Figur
     return ax.figure
 
 
+@styled
 def draw_hierarchy(levels: Sequence[Mapping], ax: Axes | None = None, *, title: str = "") -> Figure:
     """A pyramid of memory levels, fastest and smallest on top: each ``{"name", "size", "note"}``."""
     ax = _axes(ax, (6.5, 4.2))
@@ -100,6 +104,7 @@ def draw_hierarchy(levels: Sequence[Mapping], ax: Axes | None = None, *, title: 
     return ax.figure
 
 
+@styled
 def plot_bandwidth_sweep(rows: Sequence[Mapping], *, caches: Mapping[str, int] | None = None,
                          plateaus: Sequence[Mapping] = (), ax: Axes | None = None) -> Figure:
     """Read bandwidth (GB/s, median with the samples' spread) against working set, cache sizes marked."""
@@ -120,6 +125,7 @@ def plot_bandwidth_sweep(rows: Sequence[Mapping], *, caches: Mapping[str, int] |
     return ax.figure
 
 
+@styled
 def plot_predicted_measured(rows: Sequence[Mapping], *, label: str = "variant", ax: Axes | None = None) -> Figure:
     """Bars of predicted vs measured seconds (measured with its spread) for rows with ``label``,
     ``predicted_s``, ``measured_s``, ``low``, ``high``."""
@@ -135,6 +141,7 @@ def plot_predicted_measured(rows: Sequence[Mapping], *, label: str = "variant", 
     return ax.figure
 
 
+@styled
 def plot_attention(rows: Sequence[Mapping], axes: Sequence[Axes] | None = None) -> Figure:
     """Left: forward+backward time against sequence length per kind; right: bytes saved for backward."""
     if axes is None:
@@ -154,6 +161,7 @@ def plot_attention(rows: Sequence[Mapping], axes: Sequence[Axes] | None = None) 
     return axes[0].figure
 
 
+@styled
 def plot_energy(bands: Mapping[str, Mapping[str, float]], *, on_chip: Mapping[str, float] | None = None,
                 ax: Axes | None = None) -> Figure:
     """pJ per MAC per design: the central estimate with the low-high band as an error bar; optional on-chip part."""
@@ -172,6 +180,7 @@ def plot_energy(bands: Mapping[str, Mapping[str, float]], *, on_chip: Mapping[st
     return ax.figure
 
 
+@styled
 def plot_profile(class_seconds: Mapping[str, float], ax: Axes | None = None) -> Figure:
     """Horizontal bars: share of the step's operator self time per class."""
     ax = _axes(ax, (6.5, 3))
@@ -182,6 +191,7 @@ def plot_profile(class_seconds: Mapping[str, float], ax: Axes | None = None) -> 
     return ax.figure
 
 
+@styled
 def plot_utilisation_sweep(curves: Mapping[str, Sequence[Mapping]], ax: Axes | None = None) -> Figure:
     """Mean utilisation against square matrix size, one line per array mode."""
     ax = _axes(ax, (6.5, 3.6))
@@ -192,6 +202,7 @@ def plot_utilisation_sweep(curves: Mapping[str, Sequence[Mapping]], ax: Axes | N
     return ax.figure
 
 
+@styled
 def plot_latency(by_size: Sequence[Mapping], by_stride: Sequence[Mapping], *,
                  caches: Mapping[str, int] | None = None, axes: Sequence[Axes] | None = None) -> Figure:
     """Left: ns per dependent load against working set (random chain); right: against stride (one working set)."""

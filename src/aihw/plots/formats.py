@@ -8,6 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from aihw import numerics
+from aihw.plots.style import styled
 
 FIELD_COLOURS = {"sign": "#d62728", "exponent": "#1f77b4", "mantissa": "#2ca02c"}
 RECIPE_COLOURS = {"fp32": "black", "fp16": "#d62728", "fp16_scaled": "#2ca02c", "bf16_pure": "#d62728",
@@ -15,6 +16,7 @@ RECIPE_COLOURS = {"fp32": "black", "fp16": "#d62728", "fp16_scaled": "#2ca02c", 
                   "delayed": "#d62728", "block": "#2ca02c"}
 
 
+@styled
 def plot_bits(enc: numerics.Encoding, *, ax=None):
     """The bits of one encoded value as coloured boxes (sign, exponent, mantissa), with what they mean."""
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(8, 1.6))
@@ -36,6 +38,7 @@ def plot_bits(enc: numerics.Encoding, *, ax=None):
     return fig
 
 
+@styled
 def plot_number_line(fmt: str, *, low: float = 0.0, high: float | None = None, ax=None):
     """The representable values of a format (<= 16 bits) between ``low`` and ``high`` as ticks on a line."""
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(8, 1.8))
@@ -50,6 +53,7 @@ def plot_number_line(fmt: str, *, low: float = 0.0, high: float | None = None, a
     return fig
 
 
+@styled
 def plot_losses(curves: Mapping[str, Sequence[float]], *, title: str = "", ax=None):
     """Loss per step for each run (label -> losses)."""
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(7, 3.6))
@@ -63,6 +67,7 @@ def plot_losses(curves: Mapping[str, Sequence[float]], *, title: str = "", ax=No
     return fig
 
 
+@styled
 def plot_fraction(curves: Mapping[str, Sequence[float]], *, ylabel: str, title: str = "", ax=None):
     """A per-step fraction (zero gradients, lost updates) for each run."""
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(7, 3.2))
@@ -77,6 +82,7 @@ def plot_fraction(curves: Mapping[str, Sequence[float]], *, ylabel: str, title: 
     return fig
 
 
+@styled
 def plot_block_errors(rows: Sequence[Mapping], *, title: str = "", ax=None):
     """Relative RMS quantization error per format (bars), bits per value in the labels."""
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(7, 3.4))

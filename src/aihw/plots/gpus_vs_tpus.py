@@ -15,7 +15,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from aihw.catalogue.hardware import Chip, get_chip
-from aihw.plots.style import COLUMN_WIDTH_IN, legend_outside, styled, tidy
+from aihw.plots.style import COLUMN_WIDTH_IN, legend_outside, plain_log_labels, styled, tidy
 from aihw.roofline import (
     OpEstimate,
     attainable_flops,
@@ -118,7 +118,7 @@ class RooflinePlot:
     """
 
     def __init__(self, *, intensity_range: tuple[float, float] = (0.05, 1e4),
-                 tflops_range: tuple[float, float] = (1e-3, 2e4), figsize: tuple[float, float] = (7.5, 4.2),
+                 tflops_range: tuple[float, float] = (1e-3, 2e4), figsize: tuple[float, float] = (COLUMN_WIDTH_IN, 4.2),
                  dpi: int = 80):
         self.fig, self.ax = plt.subplots(figsize=figsize, dpi=dpi)
         self.x = np.logspace(np.log10(intensity_range[0]), np.log10(intensity_range[1]), 60)
@@ -126,6 +126,7 @@ class RooflinePlot:
                     xlabel="arithmetic intensity (FLOP/byte)", ylabel="attainable (TFLOP/s, dense)")
         self.ax.grid(True, which="major", alpha=0.3)
         self.ax.minorticks_off()  # minor log ticks are most of the drawing time
+        plain_log_labels(self.fig)  # superscript exponents would be drawn below the minimum text size
         self.fig.subplots_adjust(left=0.11, right=0.97, bottom=0.13, top=0.92)
         self._artists: list = []
 

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 
+from aihw.plots.style import styled
+
 MEASURED, PREDICTED, CACHE = "#1f77b4", "#d62728", "#7f7f7f"
 
 
@@ -16,6 +18,7 @@ def _errorbar(ax, xs, points, **kw):
     ax.errorbar(xs, med, yerr=[lo, hi], fmt="o", capsize=3, color=MEASURED, **kw)
 
 
+@styled
 def plot_decode_vs_bytes(points: Sequence, *, bandwidth: float, llc_bytes: int | None, title: str = ""):
     """Measured ms per token (median, min-max bars) against weight bytes, with bytes / bandwidth drawn in."""
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
@@ -35,6 +38,7 @@ def plot_decode_vs_bytes(points: Sequence, *, bandwidth: float, llc_bytes: int |
     return fig
 
 
+@styled
 def plot_batch_sweep(points: Sequence, *, title: str = ""):
     """Tokens/s and ms per step against batch: measured (markers) and max(bytes/BW, FLOP/peak) (line)."""
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(9.0, 3.6))
@@ -58,6 +62,7 @@ def plot_batch_sweep(points: Sequence, *, title: str = ""):
     return fig
 
 
+@styled
 def plot_roofline_points(*, bandwidth: float, peak: float, points: Sequence[tuple[str, float, float]],
                          title: str = ""):
     """The reader's roofline (measured bandwidth and peak) with (label, FLOP/byte, achieved FLOP/s) points."""
@@ -78,6 +83,7 @@ def plot_roofline_points(*, bandwidth: float, peak: float, points: Sequence[tupl
     return fig
 
 
+@styled
 def plot_waste(report, *, title: str = ""):
     """Time-averaged KV bytes reserved by each scheme, split into holding tokens and empty."""
     fig, ax = plt.subplots(figsize=(6.0, 2.6))
@@ -96,6 +102,7 @@ def plot_waste(report, *, title: str = ""):
     return fig
 
 
+@styled
 def plot_serving_sweep(estimates: Sequence, *, title: str = ""):
     """Analytic decode: ms per token and tokens/s against batch for one model on one chip."""
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(9.0, 3.4))

@@ -85,6 +85,15 @@ def _plain(value: float, _pos=None) -> str:
     return f"{value:g}"
 
 
+def fit_column(fig):
+    """Narrow a figure drawn wider than the book's column to the column width (height kept): a browser shows a
+    figure at most a column wide, so a wider one would have its text shrunk below the minimum. Returns ``fig``."""
+    width, height = fig.get_size_inches()
+    if width > COLUMN_WIDTH_IN * 1.001:
+        fig.set_size_inches(COLUMN_WIDTH_IN, height)
+    return fig
+
+
 def styled(func: F) -> F:
     """Decorator: run a plot function under :func:`book_style` (and label its log axes in plain numbers)."""
 
@@ -92,7 +101,9 @@ def styled(func: F) -> F:
     def wrapper(*args, **kwargs):
         with book_style():
             result = func(*args, **kwargs)
-            return plain_log_labels(result) if isinstance(result, mpl.figure.Figure) else result
+            if not isinstance(result, mpl.figure.Figure):
+                return result
+            return plain_log_labels(tidy(fit_column(result)))
 
     return wrapper  # type: ignore[return-value]
 
@@ -109,7 +120,9 @@ def setup_book(*, formats: tuple[str, ...] = ("svg",)) -> None:
         return
     from matplotlib_inline.backend_inline import set_matplotlib_formats
 
-    set_matplotlib_formats(*formats)
+    # The figure as drawn, at the column width: 'tight' bounding boxes grow figures with outside legends past
+    # the column, and the browser then shrinks their text (constrained layout already makes room inside).
+    set_matplotlib_formats(*formats, bbox_inches=None)
 
 
 def subplots(nrows: int = 1, ncols: int = 1, *, row_height: float = ROW_HEIGHT_IN, width: float = COLUMN_WIDTH_IN,
