@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch
 
 from aihw.catalogue.hardware import Chip, get_chip
+from aihw.plots.style import figure_of
 
 
 def _axes(ax: Axes | None, figsize: tuple[float, float]) -> Axes:
@@ -62,7 +63,7 @@ def draw_sm(chip: str | Chip = "H100 SXM", ax: Axes | None = None) -> Figure:
     _box(ax, 0.03, 0.15, 0.94, 0.1, f"L2 cache {l2} (shared by all SMs)", "#d9d9d9")
     _box(ax, 0.03, 0.01, 0.94, 0.1, f"HBM {chip.memory.quoted}, {chip.bandwidth_bytes_per_s / 1e12:.2f} TB/s",
          "#bcbddc")
-    return ax.figure
+    return figure_of(ax)
 
 
 def draw_tpu_core(chip: str | Chip = "TPU v5p", ax: Axes | None = None) -> Figure:
@@ -82,7 +83,7 @@ def draw_tpu_core(chip: str | Chip = "TPU v5p", ax: Axes | None = None) -> Figur
     _box(ax, 0.03, 0.24, 0.94, 0.13, "vector memory (on-chip SRAM, managed by the XLA compiler)", "#c7e9c0")
     _box(ax, 0.03, 0.04, 0.94, 0.14, f"HBM {chip.memory.quoted}, {chip.bandwidth_bytes_per_s / 1e12:.2f} TB/s",
          "#bcbddc")
-    return ax.figure
+    return figure_of(ax)
 
 
 def draw_hierarchy(levels: Sequence[Mapping], ax: Axes | None = None, *, title: str = "") -> Figure:
@@ -97,7 +98,7 @@ def draw_hierarchy(levels: Sequence[Mapping], ax: Axes | None = None, *, title: 
              f"{level['name']}: {level['size']}" + (f"\n{level['note']}" if level.get("note") else ""),
              plt.cm.Blues(0.25 + 0.6 * i / max(n - 1, 1)), size="x-small",
              text_colour="white" if i >= n / 2 else "black")
-    return ax.figure
+    return figure_of(ax)
 
 
 def plot_bandwidth_sweep(rows: Sequence[Mapping], *, caches: Mapping[str, int] | None = None,
@@ -117,7 +118,7 @@ def plot_bandwidth_sweep(rows: Sequence[Mapping], *, caches: Mapping[str, int] |
     ax.set_xlabel("working set (bytes)")
     ax.set_ylabel("read bandwidth (GB/s)")
     ax.legend(fontsize="small", loc="lower left")
-    return ax.figure
+    return figure_of(ax)
 
 
 def plot_predicted_measured(rows: Sequence[Mapping], *, label: str = "variant", ax: Axes | None = None) -> Figure:
@@ -132,7 +133,7 @@ def plot_predicted_measured(rows: Sequence[Mapping], *, label: str = "variant", 
     ax.set_xticks(x, [r[label] for r in rows])
     ax.set_ylabel("time per call (ms)")
     ax.legend(fontsize="small")
-    return ax.figure
+    return figure_of(ax)
 
 
 def plot_attention(rows: Sequence[Mapping], axes: Sequence[Axes] | None = None) -> Figure:
@@ -151,7 +152,7 @@ def plot_attention(rows: Sequence[Mapping], axes: Sequence[Axes] | None = None) 
     axes[1].set(xscale="log", yscale="log", xlabel="sequence length", ylabel="saved for backward (MB)")
     for ax in axes:
         ax.legend(fontsize="small")
-    return axes[0].figure
+    return figure_of(axes[0])
 
 
 def plot_energy(bands: Mapping[str, Mapping[str, float]], *, on_chip: Mapping[str, float] | None = None,
@@ -169,7 +170,7 @@ def plot_energy(bands: Mapping[str, Mapping[str, float]], *, on_chip: Mapping[st
     ax.set_xticks(x, [n.replace(" (", "\n(") for n in names], fontsize="small")
     ax.set_ylabel("energy per MAC (pJ, 45 nm)")
     ax.legend(fontsize="small")
-    return ax.figure
+    return figure_of(ax)
 
 
 def plot_profile(class_seconds: Mapping[str, float], ax: Axes | None = None) -> Figure:
@@ -179,7 +180,7 @@ def plot_profile(class_seconds: Mapping[str, float], ax: Axes | None = None) -> 
     items = sorted(class_seconds.items(), key=lambda kv: kv[1])
     ax.barh([k for k, _ in items], [100 * v / total for _, v in items], color="C2")
     ax.set_xlabel("share of operator self time (%)")
-    return ax.figure
+    return figure_of(ax)
 
 
 def plot_utilisation_sweep(curves: Mapping[str, Sequence[Mapping]], ax: Axes | None = None) -> Figure:
@@ -189,7 +190,7 @@ def plot_utilisation_sweep(curves: Mapping[str, Sequence[Mapping]], ax: Axes | N
         ax.plot([r["n"] for r in rows], [100 * r["utilisation"] for r in rows], marker="o", label=label)
     ax.set(xscale="log", xlabel="matrix size n (n x n x n)", ylabel="mean utilisation (%)", ylim=(0, 105))
     ax.legend(fontsize="small")
-    return ax.figure
+    return figure_of(ax)
 
 
 def plot_latency(by_size: Sequence[Mapping], by_stride: Sequence[Mapping], *,
@@ -211,4 +212,4 @@ def plot_latency(by_size: Sequence[Mapping], by_stride: Sequence[Mapping], *,
     axes[1].axvline(64, color="grey", ls=":", lw=1)
     axes[1].text(64, axes[1].get_ylim()[1], " cache line", fontsize="small", color="grey", va="top")
     axes[0].legend(fontsize="small")
-    return axes[0].figure
+    return figure_of(axes[0])
