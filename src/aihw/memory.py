@@ -63,7 +63,7 @@ GB, GiB = 1e9, 2**30
 
 
 def activation_bytes_per_layer(*, seq: int, batch: int, hidden: int, heads: int, kv_dim: int | None = None,
-                               mlp_saved_width: int | None = None, bytes_per_value: float = 2,
+                               mlp_saved_width: float | None = None, bytes_per_value: float = 2,
                                dropout: bool = True, recompute: str = "none", tp: int = 1,
                                sequence_parallel: bool = True) -> float:
     """Bytes one transformer layer saves for backward, counted as in Korthikanti et al. 2022, Sec. 4.
@@ -183,7 +183,10 @@ class MemoryConfig:
 
     @property
     def param_count(self) -> float:
-        return float(self.model.param_count()) if self.model is not None else float(self.params)
+        if self.model is not None:
+            return float(self.model.param_count())
+        assert self.params is not None  # __post_init__ requires exactly one of model and params
+        return float(self.params)
 
     @property
     def tokens(self) -> int | None:
@@ -265,6 +268,7 @@ def _busiest_layers(cfg: MemoryConfig) -> int:
     m = cfg.model
     if cfg.stage_layers is not None:
         return cfg.stage_layers
+    assert m is not None, "the busiest stage's layer count needs an architecture"
     return -(-m.layers // cfg.pp)
 
 
@@ -302,8 +306,9 @@ def in_flight_layers(cfg: MemoryConfig) -> float:
 
 def _activations(cfg: MemoryConfig, *, tp: int, split: bool = False) -> float:
     """Saved activations of the whole model (training) or one layer's live working set (inference), bytes."""
-    m, b = cfg.model, cfg.batch
-    s = cfg.tokens // (cfg.cp if split else 1)
+    m, b, tokens = cfg.model, cfg.batch, cfg.tokens
+    assert m is not None and tokens is not None, "activations are estimated only with an architecture"
+    s = tokens // (cfg.cp if split else 1)
     if cfg.mode == "infer":  # residual stream in and out + the widest MLP intermediate; fused attention
         widest = (2 if m.gated_mlp else 1) * m.ffn_dim
         return cfg.activation_bytes_per_value * s * b * (2 * m.hidden + widest) / tp + 4 * b * m.vocab
@@ -323,10 +328,11 @@ def _activations(cfg: MemoryConfig, *, tp: int, split: bool = False) -> float:
 
 
 def _kv_cache(cfg: MemoryConfig, *, tp: int, pp: int) -> float:
-    m = cfg.model
+    m, tokens = cfg.model, cfg.tokens
+    assert m is not None and tokens is not None, "the KV cache is estimated only with an architecture"
     nbytes = PRECISION_BYTES[cfg.kv_precision] if cfg.kv_precision else cfg.activation_bytes_per_value
     kv_heads = max(1, m.n_kv_heads // tp)  # fewer kv heads than tp ranks: each rank keeps one
-    cached = cfg.tokens if m.sliding_window is None else min(cfg.tokens, m.sliding_window)  # rolling buffer
+    cached = tokens if m.sliding_window is None else min(tokens, m.sliding_window)  # rolling buffer
     return 2 * (m.layers // pp) * kv_heads * m.head_dim * cached * cfg.batch * nbytes
 
 
@@ -413,4 +419,5 @@ def estimate(config: MemoryConfig) -> MemoryEstimate:
 
 def estimate_memory(model: ModelShape | str | None = None, **kwargs) -> MemoryEstimate:
     """Shortcut: ``estimate_memory("llama-2-7b", precision="bf16", mode="infer", batch=8)``."""
-    return estimate(MemoryConfig(model=model, **kwargs))
+    shape = resolve_model(model) if isinstance(model, str) else model
+    return estimate(MemoryConfig(model=shape, **kwargs))

@@ -273,7 +273,7 @@ def _operands(A: object, B: object) -> tuple[np.ndarray, np.ndarray]:
     return a.astype(acc), b.astype(acc)
 
 
-def predicted_cycles(m: int, k: int, n: int, *, size: int, dataflow: str = "weight-stationary",
+def predicted_cycles(m: int, k: int, n: int, *, size: int, dataflow: Dataflow = "weight-stationary",
                      double_buffered: bool = False) -> int:
     """Closed-form cycle count of C (m x n) = A (m x k) . B (k x n) (see the module docstring)."""
     m, k, n = (require_positive(name, v, integer=True) for name, v in (("m", m), ("k", k), ("n", n)))
@@ -328,13 +328,13 @@ def _run(A: object, B: object, cfg: SystolicConfig, record: list | None) -> tupl
     return result, tape
 
 
-def simulate(A: object, B: object, *, size: int, dataflow: str = "weight-stationary",
+def simulate(A: object, B: object, *, size: int, dataflow: Dataflow = "weight-stationary",
              double_buffered: bool = False) -> SystolicResult:
     """Run C = A . B on a ``size`` x ``size`` systolic array, cycle by cycle (see the module docstring)."""
     return _run(A, B, SystolicConfig(size, dataflow, double_buffered), record=None)[0]
 
 
-def utilisation_sweep(sizes: tuple[int, ...] | list[int], *, size: int, dataflow: str = "weight-stationary",
+def utilisation_sweep(sizes: tuple[int, ...] | list[int], *, size: int, dataflow: Dataflow = "weight-stationary",
                       double_buffered: bool = False) -> list[dict[str, float]]:
     """Mean utilisation of square n x n x n matmuls on a ``size`` x ``size`` array, from the closed-form cycles.
 
@@ -351,7 +351,7 @@ def utilisation_sweep(sizes: tuple[int, ...] | list[int], *, size: int, dataflow
     return rows
 
 
-def trace(A: object, B: object, *, size: int, dataflow: str = "weight-stationary",
+def trace(A: object, B: object, *, size: int, dataflow: Dataflow = "weight-stationary",
           double_buffered: bool = False) -> SystolicTrace:
     """Per-cycle PE state for a step-through view; only for arrays of at most 8 x 8 PEs."""
     cfg = SystolicConfig(size, dataflow, double_buffered)

@@ -21,10 +21,10 @@ import torch
 
 from aihw.catalogue.detect import Detection
 from aihw.measure.device import describe_device, detect_chip
-from aihw.measure.roofline import MeasureConfig, measure_device
+from aihw.measure.roofline import Dtype, MeasureConfig, measure_device
 from aihw.measure.timing import time_op
 
-DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
+DTYPES: tuple[Dtype, ...] = ("fp32", "tf32", "fp16", "bf16", "fp8")
 SIZES = (1024, 2048, 4096, 8192)
 
 

@@ -119,7 +119,7 @@ def _children_of(parent: int) -> list[int]:
 
 
 def _socket_inodes(pid: int) -> set[int]:
-    inodes = set()
+    inodes: set[int] = set()
     try:
         names = os.listdir(f"/proc/{pid}/fd")
     except OSError:

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
 from aihw._validate import require_positive
-from aihw.models.tinygpt import TinyGPT, TinyGPTConfig, random_batch
+from aihw.models.tinygpt import Block, TinyGPT, TinyGPTConfig, random_batch
 from aihw.parallel.launch import LaunchConfig, RankContext, launch_each
 
 
@@ -54,6 +55,7 @@ def _pass_along(blocks: torch.Tensor, rank: int, world: int) -> tuple[torch.Tens
     received = torch.empty_like(blocks)
     requests = [dist.irecv(received, (rank - 1) % world), dist.isend(blocks.contiguous(), (rank + 1) % world)]
     for request in requests:
+        assert request is not None, "every rank of the ring is in the default process group"
         request.wait()
     return received, blocks.numel() * blocks.element_size()
 
@@ -96,7 +98,8 @@ def _ring_forward(model: TinyGPT, idx: torch.Tensor, *, rank: int, world: int) -
     positions = torch.arange(rank * n, (rank + 1) * n)
     x = model.embed.tok(idx) + model.embed.pos(positions)  # global positions of this chunk
     sent = 0
-    for block in model.blocks:
+    for module in model.blocks:
+        block = cast(Block, module)  # a ModuleList of Blocks; iterating it yields plain Modules to the type checker
         attn = block.attn
         y = block.ln1(x)
         h = y.shape[-1]

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch
 
 from aihw.catalogue.hardware import Chip, get_chip
-from aihw.plots.style import styled
+from aihw.plots.style import figure_of, styled
 
 
 def _axes(ax: Axes | None, figsize: tuple[float, float]) -> Axes:
@@ -64,7 +64,7 @@ def draw_sm(chip: str | Chip = "H100 SXM", ax: Axes | None = None) -> Figure:
     _box(ax, 0.03, 0.15, 0.94, 0.1, f"L2 cache {l2} (shared by all SMs)", "#d9d9d9")
     _box(ax, 0.03, 0.01, 0.94, 0.1, f"HBM {chip.memory.quoted}, {chip.bandwidth_bytes_per_s / 1e12:.2f} TB/s",
          "#bcbddc")
-    return ax.figure
+    return figure_of(ax)
 
 
 @styled
@@ -85,7 +85,7 @@ def draw_tpu_core(chip: str | Chip = "TPU v5p", ax: Axes | None = None) -> Figur
     _box(ax, 0.03, 0.24, 0.94, 0.13, "vector memory (on-chip SRAM, managed by the XLA compiler)", "#c7e9c0")
     _box(ax, 0.03, 0.04, 0.94, 0.14, f"HBM {chip.memory.quoted}, {chip.bandwidth_bytes_per_s / 1e12:.2f} TB/s",
          "#bcbddc")
-    return ax.figure
+    return figure_of(ax)
 
 
 @styled
@@ -101,7 +101,7 @@ def draw_hierarchy(levels: Sequence[Mapping], ax: Axes | None = None, *, title: 
              f"{level['name']}: {level['size']}" + (f"\n{level['note']}" if level.get("note") else ""),
              plt.cm.Blues(0.25 + 0.6 * i / max(n - 1, 1)), size="x-small",
              text_colour="white" if i >= n / 2 else "black")
-    return ax.figure
+    return figure_of(ax)
 
 
 @styled
@@ -122,7 +122,7 @@ def plot_bandwidth_sweep(rows: Sequence[Mapping], *, caches: Mapping[str, int] |
     ax.set_xlabel("working set (bytes)")
     ax.set_ylabel("read bandwidth (GB/s)")
     ax.legend(fontsize="small", loc="lower left")
-    return ax.figure
+    return figure_of(ax)
 
 
 @styled
@@ -138,7 +138,7 @@ def plot_predicted_measured(rows: Sequence[Mapping], *, label: str = "variant", 
     ax.set_xticks(x, [r[label] for r in rows])
     ax.set_ylabel("time per call (ms)")
     ax.legend(fontsize="small")
-    return ax.figure
+    return figure_of(ax)
 
 
 @styled
@@ -158,7 +158,7 @@ def plot_attention(rows: Sequence[Mapping], axes: Sequence[Axes] | None = None) 
     axes[1].set(xscale="log", yscale="log", xlabel="sequence length", ylabel="saved for backward (MB)")
     for ax in axes:
         ax.legend(fontsize="small")
-    return axes[0].figure
+    return figure_of(axes[0])
 
 
 @styled
@@ -177,7 +177,7 @@ def plot_energy(bands: Mapping[str, Mapping[str, float]], *, on_chip: Mapping[st
     ax.set_xticks(x, [n.replace(" (", "\n(") for n in names], fontsize="small")
     ax.set_ylabel("energy per MAC (pJ, 45 nm)")
     ax.legend(fontsize="small")
-    return ax.figure
+    return figure_of(ax)
 
 
 @styled
@@ -188,7 +188,7 @@ def plot_profile(class_seconds: Mapping[str, float], ax: Axes | None = None) -> 
     items = sorted(class_seconds.items(), key=lambda kv: kv[1])
     ax.barh([k for k, _ in items], [100 * v / total for _, v in items], color="C2")
     ax.set_xlabel("share of operator self time (%)")
-    return ax.figure
+    return figure_of(ax)
 
 
 @styled
@@ -199,7 +199,7 @@ def plot_utilisation_sweep(curves: Mapping[str, Sequence[Mapping]], ax: Axes | N
         ax.plot([r["n"] for r in rows], [100 * r["utilisation"] for r in rows], marker="o", label=label)
     ax.set(xscale="log", xlabel="matrix size n (n x n x n)", ylabel="mean utilisation (%)", ylim=(0, 105))
     ax.legend(fontsize="small")
-    return ax.figure
+    return figure_of(ax)
 
 
 @styled
@@ -222,4 +222,4 @@ def plot_latency(by_size: Sequence[Mapping], by_stride: Sequence[Mapping], *,
     axes[1].axvline(64, color="grey", ls=":", lw=1)
     axes[1].text(64, axes[1].get_ylim()[1], " cache line", fontsize="small", color="grey", va="top")
     axes[0].legend(fontsize="small")
-    return axes[0].figure
+    return figure_of(axes[0])

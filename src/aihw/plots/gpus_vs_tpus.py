@@ -15,7 +15,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from aihw.catalogue.hardware import Chip, get_chip
-from aihw.plots.style import COLUMN_WIDTH_IN, legend_outside, plain_log_labels, styled, tidy
+from aihw.plots.style import COLUMN_WIDTH_IN, figure_of, legend_outside, plain_log_labels, styled, tidy
 from aihw.roofline import (
     OpEstimate,
     attainable_flops,
@@ -184,7 +184,7 @@ def plot_utilisation(result: SystolicResult, ax: Axes | None = None) -> Figure:
     ax.set_ylim(0, 1.05)
     ax.set_title(f"{cfg.size}x{cfg.size} array, {cfg.dataflow}: C {result.C.shape[0]}x{result.C.shape[1]}")
     legend_outside(ax)
-    return _figure_of(ax)
+    return figure_of(ax)
 
 
 @styled
@@ -207,7 +207,7 @@ def plot_access_counts(systolic_counts: AccessCounts, simt_counts: AccessCounts,
     ax.set_xticks(x, [_LABELS[name] for name in ACCESS_FIELDS], fontsize="small")
     ax.set_ylabel("element accesses per MAC")
     legend_outside(ax)
-    return _figure_of(ax)
+    return figure_of(ax)
 
 
 @styled
@@ -234,14 +234,7 @@ def plot_trace_step(trace: SystolicTrace, cycle: int, ax: Axes | None = None) ->
     fired = int(trace.fire[cycle].sum())
     ax.set_title(f"cycle {cycle} ({trace.phase[cycle]}, tile at {tuple(int(v) for v in trace.tile[cycle])}): "
                  f"{fired}/{size * size} PEs fire", fontsize="small")
-    return _figure_of(ax)
-
-
-def _figure_of(ax: Axes) -> Figure:
-    """The top-level figure an axes is drawn on."""
-    fig = ax.get_figure(root=True)
-    assert isinstance(fig, Figure)
-    return fig
+    return figure_of(ax)
 
 
 def _fmt_value(v: complex) -> str:

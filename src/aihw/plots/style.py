@@ -20,10 +20,16 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+from matplotlib.rcsetup import cycler
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.typing import RcKeyType
 
 COLUMN_WIDTH_IN = 6.0  # the book's column, in inches of figure (100% of the text column)
 ROW_HEIGHT_IN = 3.4  # one row of panels
@@ -32,7 +38,7 @@ MIN_FONT_PT = 9.0  # "small" = 11 * 0.833 ≈ 9.2 pt is the smallest text a figu
 PHONE_COLUMN_PX = 358.0  # text column of a 390-px-wide phone (sphinx-book-theme's padding taken off)
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")  # Okabe-Ito
 
-RC: dict[str, Any] = {
+RC: dict[RcKeyType, Any] = {
     "figure.figsize": (COLUMN_WIDTH_IN, ROW_HEIGHT_IN + 0.4),
     "figure.dpi": 100,
     "savefig.dpi": 200,  # raster outputs (widgets' PNGs) at 2x
@@ -49,7 +55,7 @@ RC: dict[str, Any] = {
     "legend.title_fontsize": "small",
     "legend.frameon": False,
     "figure.titlesize": BASE_FONT_PT + 1,
-    "axes.prop_cycle": mpl.cycler(color=list(PALETTE)),
+    "axes.prop_cycle": cycler(color=list(PALETTE)),
     "axes.spines.top": False,
     "axes.spines.right": False,
     "axes.grid": False,
@@ -106,6 +112,12 @@ def styled(func: F) -> F:
             return plain_log_labels(tidy(fit_column(result)))
 
     return wrapper  # type: ignore[return-value]
+
+
+def figure_of(ax: Axes) -> Figure:
+    """The top-level figure an axes is drawn on (the root figure when the axes sits on a subfigure)."""
+    fig = ax.figure
+    return fig if isinstance(fig, Figure) else fig.figure
 
 
 def setup_book(*, formats: tuple[str, ...] = ("svg",)) -> None:
@@ -174,5 +186,5 @@ def small_text(fig) -> list[tuple[str, float]]:
     return found
 
 
-__all__ = ["COLUMN_WIDTH_IN", "ROW_HEIGHT_IN", "MIN_FONT_PT", "BASE_FONT_PT", "PALETTE", "RC", "book_style",
+__all__ = ["COLUMN_WIDTH_IN", "ROW_HEIGHT_IN", "MIN_FONT_PT", "BASE_FONT_PT", "PALETTE", "RC", "book_style", "figure_of",
            "styled", "plain_log_labels", "setup_book", "subplots", "panels", "tidy", "legend_outside", "rendered_font_px", "small_text"]

@@ -85,7 +85,7 @@ def roofline_explorer(chips: Sequence[str] = DEFAULT_CHIPS, dtype: str = "bf16",
     return W.VBox([W.HBox([pick, W.VBox([dtype_box, *dims])]), err, table, image])
 
 
-def systolic_step(A: np.ndarray, B: np.ndarray, *, size: int, dataflow: str, cycle: int) -> tuple[object, dict]:
+def systolic_step(A: np.ndarray, B: np.ndarray, *, size: int, dataflow: systolic.Dataflow, cycle: int) -> tuple[object, dict]:
     """Trace a small array, draw cycle ``cycle`` and count the accesses up to it. Returns (figure, counters)."""
     tr = systolic.trace(A, B, size=size, dataflow=dataflow)
     if not 0 <= cycle < tr.cycles:
