@@ -90,3 +90,107 @@ def test_chapter_quotes_the_seed_claims_and_gives_verdicts(slug):
     verdicts = text[text.index(":class: seed-verdicts"):]
     assert re.search(r"\*\*(confirmed|refined|refuted)", verdicts), "a verdict per claim"
     assert "*Design problem.*" in text and ":class: dropdown" in text, "a design problem with a folded solution"
+
+
+def test_bibliography_has_no_duplicates():
+    """One entry per work: no two keys with the same title, arXiv id or DOI (duplicates print twice)."""
+    text = (ROOT / "references.bib").read_text()
+    entries = re.findall(r"@\w+\{([^,]+),(.*?)\n\}", text, re.S)
+    assert entries
+    seen: dict[str, str] = {}
+    for key, body in entries:
+        for field in ("title", "eprint", "doi"):
+            found = re.search(rf"^\s*{field}\s*=\s*[{{\"](.+?)[}}\"],?\s*$", body, re.M | re.I)
+            if found:
+                value = field + ":" + re.sub(r"[^a-z0-9]", "", found.group(1).lower())
+                assert value not in seen, f"{key} duplicates {seen[value]} ({field})"
+                seen[value] = key
+    cited = set(re.findall(r"\{cite[^}]*\}`([^`]+)`", "".join(p.read_text() for p in (ROOT / "chapters").glob("*.md"))))
+    keys = {k.strip() for k, _ in entries}
+    missing = {c.strip() for group in cited for c in group.split(",")} - keys
+    assert not missing, f"cited but not in references.bib: {sorted(missing)}"
+
+
+def test_lab_headings_are_not_numbered_by_hand():
+    """The book numbers the labs' sections (2.1, 2.2 ...): a heading "## 1. Predict" would be numbered twice."""
+    for lab in LABS:
+        for cell in json.loads(lab.read_text())["cells"]:
+            if cell["cell_type"] == "markdown":
+                for line in "".join(cell["source"]).splitlines():
+                    assert not re.match(r"#{2,}\s+\d+\.\s", line), f"{lab.name}: {line}"
+
+
+def test_no_placeholder_launch_urls():
+    launch = CONFIG["launch_buttons"]
+    for key in ("jupyterhub_url", "binderhub_url", "colab_url"):
+        url = launch.get(key) or ""
+        assert "example" not in url and "placeholder" not in url.lower(), f"{key}: {url}"
+    assert (ROOT / "binder" / "requirements.txt").is_file()
+    assert CONFIG["logo"] and (ROOT / CONFIG["logo"]).is_file()
+    assert (ROOT / CONFIG["html"]["favicon"]).is_file()
+
+
+def test_landing_page_map_follows_the_toc():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("book_map", ROOT / "_ext" / "book_map.py")
+    book_map = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(book_map)
+    rows = book_map.book_map(ROOT)
+    assert [r["chapter"] for r in rows] == [f for f in _toc_files() if f.startswith("chapters/")]
+    for r in rows:
+        if r["part"] != "Reference":
+            assert r["chapter_min"] >= 5 and r["chapter_min"] % 5 == 0, r
+        if r["lab"]:
+            assert r["lab"] in _toc_files() and r["lab_min"] >= 5
+    intro = (ROOT / "intro.md").read_text()
+    assert "```{book-map}" in intro and "## Prerequisites" in intro and "## What you will be able to do" in intro
+
+
+CHAPTERS = sorted((ROOT / "chapters").glob("*.md"))
+CODE_CELL = re.compile(r"```\{code-cell\}[^\n]*\n(.*?)```", re.S)
+
+
+def _code_cells(path: Path) -> list[tuple[dict, str]]:
+    """(options, code) of each code cell of a MyST chapter (YAML block or :key: lines)."""
+    cells = []
+    for match in CODE_CELL.finditer(path.read_text()):
+        body = match.group(1)
+        if body.startswith("---\n"):
+            head, _, code = body[4:].partition("\n---\n")
+            cells.append((yaml.safe_load(head) or {}, code))
+        else:
+            lines = body.split("\n")
+            opts = {}
+            while lines and lines[0].startswith(":"):
+                key, _, value = lines.pop(0)[1:].partition(":")
+                opts[key] = value.strip()
+            cells.append((opts, "\n".join(lines)))
+    return cells
+
+
+# New chapters merged after the captions were added: their figures still need captions and alt text (issue #10
+# section 6). Listed here so the gap is visible; remove a chapter once its figures are captioned.
+CAPTIONS_PENDING = {"accelerator.md", "planning.md"}
+
+
+@pytest.mark.parametrize("chapter", [pytest.param(c, marks=pytest.mark.xfail(
+    reason="figures not captioned yet", strict=True)) if c.name in CAPTIONS_PENDING else c for c in CHAPTERS],
+    ids=lambda p: p.name)
+def test_every_figure_and_table_is_numbered_captioned_and_described(chapter):
+    names = []
+    for opts, code in _code_cells(chapter):
+        if "plt.show()" in code:
+            figure = (opts.get("mystnb") or {}).get("figure") or {}
+            image = (opts.get("mystnb") or {}).get("image") or {}
+            assert figure.get("caption") and figure.get("name", "").startswith("fig-"), code[:200]
+            assert len(image.get("alt", "")) > 30, f"alt text missing: {code[:200]}"
+            assert "markdown_table(" not in code, "a figure cell's table would share the figure's name"
+            names.append(figure["name"])
+        if "markdown_table(" in code and "import" not in code.split("markdown_table(")[0].splitlines()[-1]:
+            assert code.count("caption=") >= code.count("markdown_table("), code[:200]
+    assert len(names) == len(set(names))
+    assert "setup_book()" in chapter.read_text() or not names, "the chapter must apply the book's figure style"
+    for _, code in _code_cells(chapter):  # a figure or table call edited by hand must still be Python
+        if not any(line.lstrip().startswith(("%", "!")) for line in code.splitlines()):
+            compile(code, str(chapter), "exec")
