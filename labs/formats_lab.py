@@ -47,7 +47,7 @@ from aihw.widgets import formats_lab
 torch.set_num_threads(1)  # tiny models: one thread is as fast, and immune to busy shared cores
 
 # %% [markdown]
-# ## 1. The bits of a value
+# ## The bits of a value
 #
 # Type a value and pick a format: the widget shows the sign, exponent and mantissa bits, the value the bits
 # actually hold, what happened (normal, subnormal, underflow to zero, saturated, overflow to inf), the two
@@ -66,7 +66,7 @@ assert numerics.encode(0.1, "bf16") == torch.tensor(0.1).to(torch.bfloat16).view
 assert numerics.explain(500.0, "fp8_e4m3").stored == torch.tensor(500.0).to(torch.float8_e4m3fn).item() == 448
 
 # %% [markdown]
-# ## 2. fp16 gradient underflow and loss scaling
+# ## fp16 gradient underflow and loss scaling
 #
 # **Predict.** The loss is divided by 2^14 before backward (one micro-batch of a gradient accumulation over 2^14
 # micro-batches; the fp32 master gradient is multiplied back), which puts the gradients at the size a large
@@ -109,7 +109,7 @@ assert abs(uf["fp16_scaled"].final_loss - uf["fp32"].final_loss) < 0.25 * (start
 # S so the whole backward pass runs S times higher, divides the fp32 gradients by S before the update, and
 # adjusts S: halve and skip the step when a gradient overflows, double after a run of good steps.
 #
-# ## 3. Lost updates in bf16
+# ## Lost updates in bf16
 #
 # **Predict.** With Adam at lr = 3e-5, each update is about 3e-5 in size. bf16 keeps 8 significant bits: half an
 # ulp of a weight w is about |w| · 2^-9. Which weights can still move? (A LayerNorm gain of 1.0 has half an ulp of
@@ -139,7 +139,7 @@ assert abs(lu["bf16_stochastic"].final_loss - lu["bf16_master"].final_loss) < 0.
 # (4 more bytes per parameter); stochastic rounding drops as many updates per step but rounds others up, so on
 # average the weights move as they should, with no master copy.
 #
-# ## 4. FP8 recipes (simulated)
+# ## FP8 recipes (simulated)
 #
 # Every Linear layer's inputs are rounded to fp8 by torch's own fp8 casts after dividing by a scale (E4M3 forward,
 # E5M2 gradients); the matmul runs in fp32. Which recipe saturates values, and does it hurt the loss?
@@ -173,7 +173,7 @@ display(HTML(formats_lab.block_view(formats_lab.DEFAULT_BLOCK, "mxfp4")))
 formats_lab.run_explorer()
 
 # %% [markdown]
-# ## 5. Exercises
+# ## Exercises
 #
 # Replace each `None` with your answer (work it out by hand first; check with the explorer afterwards).
 #

@@ -48,7 +48,7 @@ torch.set_num_threads(2)
 torch.set_grad_enabled(False)
 
 # %% [markdown]
-# ## 1. Predict
+# ## Predict
 #
 # Decode at batch 1 reads every weight once per token and does 2 FLOP per weight: far fewer FLOPs per byte than
 # any chip's ridge point. So the prediction is **time per token = weight bytes / memory bandwidth**. First, this
@@ -70,7 +70,7 @@ for note in machine.notes:
 my_prediction_ms = None  # your number, in ms per token, for the deepest model
 
 # %% [markdown]
-# ## 2. Measure: decode time vs bytes
+# ## Measure: decode time vs bytes
 
 # %%
 sizes = [GenConfig(width=256, depth=2, heads=4, seq_len=64)]  # fits in the LLC
@@ -95,7 +95,7 @@ assert all(p.seconds > 0 for p in points) and points[-1].weight_bytes > (llc or 
 # weights never leave the cache between tokens. On a GPU the same experiment, with HBM instead of DRAM, is what the
 # serving model below assumes.
 #
-# ## 3. Batch sweep: where decode turns compute-bound
+# ## Batch sweep: where decode turns compute-bound
 
 # %%
 mid = decode.random_model(GenConfig(width=768, depth=2, heads=12, kv_heads=4, seq_len=64))
@@ -116,7 +116,7 @@ assert sweep[-1].tokens_per_s > sweep[0].tokens_per_s  # batching raises through
 # throughput grows almost linearly; past the knee each step costs more and throughput flattens, while each user
 # waits longer per token. That is the latency/throughput trade-off serving engines tune.
 #
-# ## 4. KV-cache bytes: measured from the tensors, MHA vs GQA
+# ## KV-cache bytes: measured from the tensors, MHA vs GQA
 
 # %%
 for kv_heads in (12, 4, 1):
@@ -127,7 +127,7 @@ for kv_heads in (12, 4, 1):
     assert cache.nbytes() == formula
 
 # %% [markdown]
-# ## 5. The serving calculator
+# ## The serving calculator
 #
 # Pick a model, a chip, weight and KV precisions, batch, context and tensor-parallel degree: the table updates
 # live (`aihw serve` prints the same). **Generate and measure** runs the course's trained small model here (first
@@ -144,7 +144,7 @@ print(f"Llama-3-8B, H100, batch 16 x 4096: {e.decode_seconds_per_token * 1e3:.2f
       f"{e.tokens_per_second:.0f} tokens/s, up to {e.max_batch} sequences")
 
 # %% [markdown]
-# ## 6. Speculative decoding on and off
+# ## Speculative decoding on and off
 
 # %%
 plain = inference_lab.generate_view("Decode reads every weight", 40)
@@ -160,7 +160,7 @@ assert spec["same_output"]
 # cheap and the speed-up is small or below 1; the tokens per target pass are what carries over to a GPU, where the
 # target's pass is bandwidth-bound and verifying k tokens costs about as much as decoding one.
 #
-# ## 7. Quantized decode: speed vs bytes moved
+# ## Quantized decode: speed vs bytes moved
 
 # %%
 qcfg = decode.decode_bound_config(width=768, heads=12, over_llc=1.5, bytes_per_weight=1.0, llc_bytes=llc, seq_len=64)
@@ -173,7 +173,7 @@ for p in qpoints:
 print(quantized.available_kernels("cpu"))
 
 # %% [markdown]
-# ## 8. Exercises
+# ## Exercises
 #
 # Replace each `None` (work it out by hand first, then check with the calculator).
 #

@@ -169,14 +169,7 @@ def _code_cells(path: Path) -> list[tuple[dict, str]]:
     return cells
 
 
-# New chapters merged after the captions were added: their figures still need captions and alt text (issue #10
-# section 6). Listed here so the gap is visible; remove a chapter once its figures are captioned.
-CAPTIONS_PENDING = {"accelerator.md", "planning.md"}
-
-
-@pytest.mark.parametrize("chapter", [pytest.param(c, marks=pytest.mark.xfail(
-    reason="figures not captioned yet", strict=True)) if c.name in CAPTIONS_PENDING else c for c in CHAPTERS],
-    ids=lambda p: p.name)
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.name)
 def test_every_figure_and_table_is_numbered_captioned_and_described(chapter):
     names = []
     for opts, code in _code_cells(chapter):
