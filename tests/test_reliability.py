@@ -303,16 +303,16 @@ def test_every_numeric_text_field_of_every_widget_is_bounded():
 
 
 # ----- the Python API under junk: ValueError with a message, never another exception, NaN or negative -------
-# (aihw.pipeline_sim and aihw.planner are being rewritten under issue 13 and are not covered here.)
+# (aihw.planner's search is covered by tests/test_planner.py.)
 
 def _api_calls():
     from aihw import flops as aihw_flops
     from aihw import memory as me
     from aihw import memory_fit as mf
+    from aihw import pipeline_sim, simt
     from aihw import precision as pr
     from aihw import roofline as r
     from aihw import scaling as sc
-    from aihw import simt
     from aihw import systolic as sy
     from aihw.model_presets import get_preset
 
@@ -356,6 +356,8 @@ def _api_calls():
      "estimate_memory_p": lambda a, b: me.estimate_memory(params=a, overhead_fraction=b if not isinstance(b, (int,float)) or b < 10 else 0).per_device_bytes,
      "devices_needed": lambda a, b: mf.devices_needed(me.MemoryConfig(model="gpt2-small"), a, max_devices=b),
      "flops_per_token": lambda a, b: aihw_flops.flops_per_token(model, a),
+     "bubble_fraction": lambda a, b: pipeline_sim.bubble_fraction(a, b),
+     "pipeline_times": lambda a, b: pipeline_sim.simulate("1f1b", 2, 4, forward_s=a, backward_s=b),
     }
     def negative(x):
         if isinstance(x, (int, float)) and not isinstance(x, bool):

@@ -48,10 +48,11 @@ class TimelineEvent:
         return self.end - self.start
 
 
-def _check_pm(p: int, m: int, v: int = 1) -> None:
-    require_positive("p (pipeline stages)", p, integer=True)
-    require_positive("m (micro-batches)", m, integer=True)
-    require_positive("v (virtual stages per device)", v, integer=True)
+def _check_pm(p: int, m: int, v: int = 1) -> tuple[int, int, int]:
+    """(p, m, v) as Python ints (numpy scalars converted), each checked to be a positive integer."""
+    return (require_positive("p (pipeline stages)", p, integer=True),
+            require_positive("m (micro-batches)", m, integer=True),
+            require_positive("v (virtual stages per device)", v, integer=True))
 
 
 def bubble_fraction(p: int, m: int, *, v: int = 1, convention: str = "of_step") -> float:
@@ -60,7 +61,7 @@ def bubble_fraction(p: int, m: int, *, v: int = 1, convention: str = "of_step") 
     ``"of_step"``: idle share of the step, (p-1)/(v m + p - 1); ``"of_ideal"``: bubble time over the ideal
     compute time, (p-1)/(v m) as in Narayanan et al. 2021.
     """
-    _check_pm(p, m, v)
+    p, m, v = _check_pm(p, m, v)
     require_choice("convention", convention, CONVENTIONS)
     if convention == "of_ideal":
         return (p - 1) / (v * m)
@@ -180,6 +181,9 @@ def simulate(schedule: str, p: int, m: int, *, v: int = 1, forward_s: float | Se
         if not progressed:
             raise RuntimeError(f"schedule {schedule!r} deadlocks for p={p}, m={m}, v={v}")
     step = max(free)
+    if not math.isfinite(step):
+        raise ValueError(f"forward_s={forward_s!r}, backward_s={backward_s!r}, comm_s={comm_s!r}: the step time "
+                         f"overflows a float; give times in seconds of a sensible size")
     return SimulatedRun(schedule, p, m, v, tuple(events), step, tuple(peak))
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from aihw.commands import _args as A
+from aihw.commands._output import print_result
 from aihw.model_presets import list_presets
 from aihw.planner import RECOMPUTE, Cluster, Efficiency, PlanConfig, plan
 
@@ -106,5 +106,5 @@ def run(args: argparse.Namespace) -> int:
     if args.top < 1:
         raise ValueError(f"--top must be >= 1, got {args.top}")
     result = plan(config_from_args(args)).to_dict(top=args.top)
-    print(json.dumps(result, indent=2) if args.json else _table(result))
+    print_result(result, as_json=args.json, text=None if args.json else _table(result))
     return 0
