@@ -34,7 +34,6 @@ def plot_bits(enc: numerics.Encoding, *, ax=None):
     ax.axis("off")
     ax.set_title(f"{enc.value:.8g} in {enc.format}: stored {enc.stored:.8g} ({enc.kind}), "
                  f"error {enc.abs_error:.3g}", fontsize=9)
-    fig.tight_layout()
     return fig
 
 
@@ -49,7 +48,6 @@ def plot_number_line(fmt: str, *, low: float = 0.0, high: float | None = None, a
     ax.set_yticks([])
     ax.set_xlim(low, high)
     ax.set_title(f"{fmt}: {shown.size} representable values in [{low:g}, {high:g}]", fontsize=9)
-    fig.tight_layout()
     return fig
 
 
@@ -63,7 +61,6 @@ def plot_losses(curves: Mapping[str, Sequence[float]], *, title: str = "", ax=No
     ax.set_ylabel("training loss")
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8)
-    fig.tight_layout()
     return fig
 
 
@@ -78,7 +75,6 @@ def plot_fraction(curves: Mapping[str, Sequence[float]], *, ylabel: str, title: 
     ax.set_ylim(-0.02, 1.02)
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8)
-    fig.tight_layout()
     return fig
 
 
@@ -94,5 +90,4 @@ def plot_block_errors(rows: Sequence[Mapping], *, title: str = "", ax=None):
     ax.set_ylabel("relative RMS error (%)")
     ax.set_yscale("log")
     ax.set_title(title, fontsize=10)
-    fig.tight_layout()
     return fig

@@ -34,7 +34,6 @@ def plot_decode_vs_bytes(points: Sequence, *, bandwidth: float, llc_bytes: int |
     ax.set_ylabel("decode time per token (ms)")
     ax.set_title(title or "Decode at batch 1: time vs bytes")
     ax.legend(fontsize=8)
-    fig.tight_layout()
     return fig
 
 
@@ -58,7 +57,6 @@ def plot_batch_sweep(points: Sequence, *, title: str = ""):
     a2.set_ylabel("ms per decode step")
     a2.legend(fontsize=8)
     fig.suptitle(title or "Batching: latency against throughput")
-    fig.tight_layout()
     return fig
 
 
@@ -79,7 +77,6 @@ def plot_roofline_points(*, bandwidth: float, peak: float, points: Sequence[tupl
     ax.set_xlabel("arithmetic intensity (FLOP / byte)")
     ax.set_ylabel("FLOP / s")
     ax.set_title(title or "Decode and prefill on this machine's roofline")
-    fig.tight_layout()
     return fig
 
 
@@ -98,7 +95,6 @@ def plot_waste(report, *, title: str = ""):
     ax.set_xlim(0, 1.25)
     ax.set_xlabel("KV memory reserved (relative; blue = holds tokens)")
     ax.set_title(title or "KV-cache memory for a stream of requests")
-    fig.tight_layout()
     return fig
 
 
@@ -121,5 +117,4 @@ def plot_serving_sweep(estimates: Sequence, *, title: str = ""):
     a2.set_ylabel("tokens / s")
     e0 = estimates[0]
     fig.suptitle(title or f"{e0.model} on {e0.tp} x {e0.chip} ({e0.precision}, context {e0.context})")
-    fig.tight_layout()
     return fig

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
@@ -98,7 +99,8 @@ def plot_bubble_vs_m(p_values: Sequence[int], m_max: int, *, measured: dict | No
 @styled
 def plot_layout_times(layouts: Sequence, *, top: int = 6, ax=None):
     """Stacked step-time terms (compute, bubble, exposed communication, overhead) of the ``top`` planner layouts."""
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(COLUMN_WIDTH_IN, 0.5 + 0.45 * min(top, len(layouts))))
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(
+        figsize=(COLUMN_WIDTH_IN, 1.4 + 0.8 * min(top, len(layouts))))
     shown = list(layouts)[:top]
     terms = [t for t in ("compute", "bubble", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm", "overhead")
              if any(x.times.get(t, 0) for x in shown)]
@@ -107,7 +109,8 @@ def plot_layout_times(layouts: Sequence, *, top: int = 6, ax=None):
         values = np.array([x.times[term] for x in shown])
         ax.barh(range(len(shown)), values, left=left, color=f"C{i}", label=term.replace("_", " "))
         left += values
-    ax.set_yticks(range(len(shown)), [x.label for x in shown], fontsize="small")
+    # labels wrapped: a one-line layout label would take the whole column width and leave no room for the bars
+    ax.set_yticks(range(len(shown)), [textwrap.fill(x.label, 26) for x in shown], fontsize="small")
     ax.invert_yaxis()
     ax.set_xlabel("estimated step time (s)")
     legend_outside(ax, ncols=3)
