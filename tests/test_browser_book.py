@@ -329,3 +329,10 @@ def test_solutions_are_hidden_by_default(phone):
             problems.append(f"{rel}: a lab output reveals a worked solution (aihw.exercises.reveal was run)")
     assert solutions >= 5, f"only {solutions} solution(s) found"
     assert not problems, "\n".join(problems)
+
+
+def test_no_page_reaches_outside_the_book(book):
+    """The book works offline: no page asks for a CDN or any other host (matplotlib's animation player, for one,
+    links Font Awesome from a CDN unless the course strips it)."""
+    problems = _problems(book, lambda rep: [f"requests {url}" for url in rep.blocked])
+    assert not problems, "pages request files from outside the book:\n" + problems

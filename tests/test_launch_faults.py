@@ -60,6 +60,14 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def _settle(alive, timeout_s: float = 5.0) -> None:
+    """Give signals already sent a moment to take effect (a killed process is gone within milliseconds, but not
+    at the instant the launcher returns); the caller then asserts nothing is left."""
+    deadline = time.monotonic() + timeout_s
+    while alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def _wait_for(predicate, what: str, timeout_s: float = PATIENCE_S) -> None:
     deadline = time.monotonic() + timeout_s
     while not predicate():
@@ -162,6 +170,7 @@ def test_rank_killed_mid_collective_is_named_and_nothing_is_left(tmp_path):
     killer.join()
     assert info.value.rank == 1 and info.value.exitcode == -signal.SIGKILL
     assert "SIGKILL" in str(info.value)
+    _settle(lambda: [pid for pid in _pids(folder) if _alive(pid)])  # SIGKILL is delivered, not instant
     leftover = [pid for pid in _pids(folder) if _alive(pid)]
     assert not leftover, f"ranks or their children outlived the run: {leftover}"
 
@@ -170,6 +179,7 @@ def test_rank_that_ignores_sigterm_and_its_child_are_killed(tmp_path):
     with pytest.raises(WorkerTimeout):
         launch(workers.record_pid_then_wait, str(tmp_path), True, True,
                config=LaunchConfig(world_size=2, timeout_s=15))
+    _settle(lambda: [pid for pid in _pids(tmp_path) if _alive(pid)])  # SIGKILL is delivered, not instant
     leftover = [pid for pid in _pids(tmp_path) if _alive(pid)]
     assert not leftover, f"ranks or their children outlived the run: {leftover}"
 
@@ -177,6 +187,7 @@ def test_rank_that_ignores_sigterm_and_its_child_are_killed(tmp_path):
 def test_a_ranks_own_child_does_not_outlive_a_successful_run(tmp_path):
     launch(workers.record_pid_then_wait, str(tmp_path), False, True, 0.0,
            config=LaunchConfig(world_size=2, timeout_s=PATIENCE_S))
+    _settle(lambda: [pid for pid in _pids(tmp_path) if _alive(pid)])  # SIGKILL is delivered, not instant
     leftover = [pid for pid in _pids(tmp_path) if _alive(pid)]
     assert not leftover, f"processes started by ranks outlived the run: {leftover}"
 

@@ -8,6 +8,8 @@ keyword-only knobs for the numbers it prints, and returns the figure. The number
 
 from __future__ import annotations
 
+import re
+
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
@@ -216,6 +218,11 @@ def systolic_animation(trace, *, cycles: int | None = None, dpi: int = 100, inte
     return anim
 
 
+_PLAYER_ICONS = {"fa-minus": "\u2212", "fa-plus": "+", "fa-fast-backward": "\u23ee", "fa-step-backward": "\u23f4\u2758",
+                 "fa-play fa-flip-horizontal": "\u25c0", "fa-pause": "\u23f8", "fa-play": "\u25b6",
+                 "fa-step-forward": "\u2758\u23f5", "fa-fast-forward": "\u23ed"}
+
+
 def systolic_animation_html(trace, *, cycles: int | None = None, dpi: int = 100, **kwargs) -> str:
     """:func:`systolic_animation` as self-contained HTML (frames embedded as PNG at ``dpi``; play controls in
     JavaScript, nothing fetched): a 3×3 array over a dozen cycles is about 300 kB."""
@@ -223,7 +230,13 @@ def systolic_animation_html(trace, *, cycles: int | None = None, dpi: int = 100,
 
     anim = systolic_animation(trace, cycles=cycles, dpi=dpi, **kwargs)
     with mpl.rc_context({"savefig.dpi": dpi}):  # frames at the figure's dpi, whatever the session's savefig.dpi
-        return f'<div class="animation">{anim.to_jshtml(default_mode="once")}</div>'
+        html = anim.to_jshtml(default_mode="once")
+    # matplotlib's player links Font Awesome from a CDN for its button icons: the book is offline, so drop the
+    # link and draw the buttons with plain characters.
+    html = re.sub(r"<link[^>]*font-awesome[^>]*>", "", html, flags=re.S)
+    for icon, char in _PLAYER_ICONS.items():
+        html = html.replace(f'<i class="fa {icon}"></i>', char)
+    return f'<div class="animation">{html}</div>'
 
 
 __all__ = ["draw_gpu_sm", "draw_tpu_chip", "draw_systolic_dataflow", "draw_nvswitch_node", "draw_tpu_torus",

@@ -48,6 +48,7 @@ RC: dict[RcKeyType, Any] = {
     "font.family": "sans-serif",
     "font.sans-serif": ["DejaVu Sans", "Arial", "Helvetica", "sans-serif"],
     "axes.titlesize": BASE_FONT_PT,
+    "axes.formatter.use_mathtext": False,  # offset text as 1e-5, not a superscript drawn at 70% size
     "axes.labelsize": BASE_FONT_PT,
     "xtick.labelsize": "small",
     "ytick.labelsize": "small",
@@ -75,15 +76,35 @@ def book_style() -> Iterator[None]:
         yield
 
 
+def legible(fig):
+    """Raise any text set below MIN_FONT_PT (an explicit ``fontsize=7`` in a plot, tick labels included) to
+    MIN_FONT_PT, so nothing in a figure is smaller than the book's minimum. Returns ``fig``."""
+    import matplotlib.text
+
+    for ax in getattr(fig, "axes", ()):
+        for axis, name in ((ax.xaxis, "x"), (ax.yaxis, "y")):
+            for which in ("major", "minor"):
+                ticks = axis.get_major_ticks() if which == "major" else axis.get_minor_ticks()
+                size = ticks[0].label1.get_fontsize() if ticks else MIN_FONT_PT
+                if size < MIN_FONT_PT:
+                    ax.tick_params(axis=name, which=which, labelsize=MIN_FONT_PT)
+    for text in fig.findobj(matplotlib.text.Text):
+        if text.get_text() and text.get_fontsize() < MIN_FONT_PT:
+            text.set_fontsize(MIN_FONT_PT)
+    return fig
+
+
 def plain_log_labels(fig):
     """Label log axes ``0.01, 1, 100, 1e+04`` instead of ``10^{-2}``: a superscript is drawn at 70% of the tick
     size, below the minimum text size. Axes with their own formatter are left alone. Returns ``fig``."""
-    from matplotlib.ticker import FuncFormatter, LogFormatterSciNotation
+    from matplotlib.ticker import FuncFormatter, LogFormatterSciNotation, NullFormatter
 
     for ax in getattr(fig, "axes", ()):
         for axis in (ax.xaxis, ax.yaxis):
             if axis.get_scale() == "log" and type(axis.get_major_formatter()) is LogFormatterSciNotation:
                 axis.set_major_formatter(FuncFormatter(_plain))
+            if axis.get_scale() == "log" and type(axis.get_minor_formatter()) is LogFormatterSciNotation:
+                axis.set_minor_formatter(NullFormatter())  # minor labels (2x10^1) are superscripts too
     return fig
 
 
@@ -109,7 +130,7 @@ def styled(func: F) -> F:
             result = func(*args, **kwargs)
             if not isinstance(result, mpl.figure.Figure):
                 return result
-            return plain_log_labels(tidy(fit_column(result)))
+            return legible(plain_log_labels(tidy(fit_column(result))))
 
     return wrapper  # type: ignore[return-value]
 
