@@ -221,9 +221,11 @@ def test_ranks_and_their_children_die_when_the_parent_is_killed(tmp_path):
     driver = _start_driver(tmp_path)
     pids = _pids(tmp_path)
     driver.kill()
-    _finish(driver)
+    driver.wait(timeout=PATIENCE_S)  # not communicate(): the orphans still hold the driver's pipes until they end
     _wait_for(lambda: not any(_alive(pid) for pid in pids), "the orphaned ranks and their children to end",
               timeout_s=30)
+    driver.stdout.close()
+    driver.stderr.close()
 
 
 def test_two_launches_from_two_processes_at_once():
