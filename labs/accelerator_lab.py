@@ -182,7 +182,7 @@ display(check(answer_1, share, rel_tol=0.01, unit="%", hint="Which two peaks doe
               hint="Compare the FLOP an element-wise op does with the bytes it moves."))
 
 # %% [markdown]
-# ### Solutions
+# ### Worked solutions, on request
 #
 # Try every exercise first. Then `reveal(accelerator_lab.SOLUTIONS, n)` shows a worked solution for exercise `n`;
 # nothing is shown until you ask.

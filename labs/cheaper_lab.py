@@ -206,7 +206,7 @@ check(answer_4, "neurons", choices=("unstructured", "neurons"),
       hint="does a dense matmul skip a zero? Which one changes the matrices' shapes?")
 
 # %% [markdown]
-# ### Solutions
+# ### Worked solutions, on request
 #
 # Try every exercise first. Then `reveal(cheaper_lab.SOLUTIONS, n)` shows a worked solution for exercise `n`; nothing
 # is shown until you ask.

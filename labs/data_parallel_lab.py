@@ -209,7 +209,7 @@ check(answer_5, "during backward", choices=("after forward", "during backward", 
       hint="when do gradients exist, and what does bucketing overlap with?")
 
 # %% [markdown]
-# ### Solutions
+# ### Worked solutions, on request
 #
 # Try every exercise first. Then `reveal(data_parallel_lab.SOLUTIONS, n)` shows a worked solution for exercise `n`; nothing
 # is shown until you ask.

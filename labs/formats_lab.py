@@ -204,7 +204,7 @@ display(check(answer1, expected1, rel_tol=1e-9, hint="the ulp in [0.25, 0.5) is 
 assert check(expected1, expected1).ok and expected1 == 0.3125 and expected2 == 2**14 and expected3 == "e4m3"
 
 # %% [markdown]
-# ### Solutions
+# ### Worked solutions, on request
 #
 # Try every exercise first. Then `reveal(formats_lab.SOLUTIONS, n)` shows a worked solution for exercise `n`;
 # nothing is shown until you ask.

@@ -176,7 +176,7 @@ check(answer_3, systolic.predicted_cycles(4, 3, 3, size=3, dataflow="weight-stat
       unit="cycles", hint="Loading the weights takes one cycle per row; then the last activation must cross the array.")
 
 # %% [markdown]
-# ### Solutions
+# ### Worked solutions, on request
 #
 # Try every exercise first. Then `reveal(gpus_vs_tpus_lab.SOLUTIONS, n)` shows a worked solution for exercise `n`; nothing
 # is shown until you ask.

@@ -203,7 +203,7 @@ display(check(answer1, expected1, rel_tol=0.02, unit="GB",
 assert expected1 > 100 and expected3 > 8  # the exercises size real models: model state alone exceeds an H100
 
 # %% [markdown]
-# ### Solutions
+# ### Worked solutions, on request
 #
 # Try every exercise first. Then `reveal(memory_lab.SOLUTIONS, n)` shows a worked solution for exercise `n`; nothing
 # is shown until you ask.

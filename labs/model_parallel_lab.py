@@ -207,7 +207,7 @@ check(answer_5, "tensor", choices=("pipeline", "tensor"),
       hint="compare the bytes crossing a pipeline cut with those of the all-reduces inside every layer.")
 
 # %% [markdown]
-# ### Solutions
+# ### Worked solutions, on request
 #
 # Try every exercise first. Then `reveal(model_parallel_lab.SOLUTIONS, n)` shows a worked solution for exercise `n`; nothing
 # is shown until you ask.

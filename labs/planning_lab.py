@@ -139,7 +139,7 @@ check(answer_3_ratio, expected_3.ratio, rel_tol=0.05,
       hint="matmul weights per layer / (4 h (t - 1) F / W); F / W for NDR is about 19,800.")
 
 # %% [markdown]
-# ### Solutions
+# ### Worked solutions, on request
 #
 # Try every exercise first. Then `reveal(planning_lab.SOLUTIONS, n)` shows a worked solution for exercise `n`;
 # nothing is shown until you ask.
