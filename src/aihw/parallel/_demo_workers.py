@@ -64,14 +64,22 @@ def record_pid_then_wait(ctx: RankContext, directory: str, ignore_sigterm: bool 
     """Write ``rank<r>.pid`` (and ``rank<r>.child.pid`` for a started child) into ``directory``, then wait.
 
     For fault-injection tests: the test reads the pids and kills or interrupts from outside. Rank 0 waits in
-    an all-reduce (a collective) that the other ranks join only after ``seconds``.
+    an all-reduce (a collective) that the other ranks join only after ``seconds``. With ``ignore_sigterm`` the
+    rank and its child ignore SIGTERM; the rank notes each SIGTERM it receives in ``rank<r>.sigterm`` (when its
+    Python code runs: a rank waiting in a collective notes nothing), so a test can tell the launcher has
+    started stopping the ranks.
     """
-    if ignore_sigterm:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     folder = Path(directory)
+    if ignore_sigterm:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # inherited by the child below, which ignores it too
     if start_child:
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
         _write_atomically(folder / f"rank{ctx.rank}.child.pid", str(child.pid))
+    if ignore_sigterm:
+        def note_sigterm(signum: int, frame: object) -> None:
+            _write_atomically(folder / f"rank{ctx.rank}.sigterm", "SIGTERM received and ignored")
+
+        signal.signal(signal.SIGTERM, note_sigterm)
     _write_atomically(folder / f"rank{ctx.rank}.pid", str(os.getpid()))
     if ctx.rank != 0:
         time.sleep(seconds)
@@ -80,7 +88,7 @@ def record_pid_then_wait(ctx: RankContext, directory: str, ignore_sigterm: bool 
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    partial = path.with_suffix(".part")
+    partial = path.with_name(path.name + ".part")
     partial.write_text(text)
     partial.replace(path)
 

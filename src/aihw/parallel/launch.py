@@ -79,9 +79,12 @@ class LaunchConfig:
     # NCCL's algorithm for this run's ranks: "default" leaves NCCL to choose; "ring" or "tree" sets NCCL_ALGO in
     # the ranks' own environment only (NCCL reads it at communicator creation). Refused when the run is not NCCL.
     nccl_algo: str = "default"
+    # Seconds between SIGTERM and SIGKILL when the ranks are stopped (after an error, a timeout or Ctrl-C): the
+    # time a rank's own SIGTERM handler gets to clean up.
+    stop_grace_s: float = STOP_GRACE_S
 
     def __post_init__(self) -> None:
-        coerce_numbers(self, "world_size", "timeout_s", "threads_per_rank", "max_world_size")
+        coerce_numbers(self, "world_size", "timeout_s", "threads_per_rank", "max_world_size", "stop_grace_s")
         _require_int("max_world_size", self.max_world_size, 1, 4096)
         _require_int("world_size", self.world_size, 1, self.max_world_size,
                      f" (max_world_size, default {DEFAULT_MAX_WORLD_SIZE}, can be raised)")
@@ -91,6 +94,7 @@ class LaunchConfig:
         if not isinstance(self.gpu_compute, bool):
             raise ValueError(f"gpu_compute must be True or False, got {self.gpu_compute!r}")
         require_choice("nccl_algo", self.nccl_algo, NCCL_ALGOS)
+        require_positive("stop_grace_s", self.stop_grace_s)
 
 
 @dataclass(frozen=True)
@@ -328,7 +332,7 @@ def launch(fn: Callable, *args: Any, config: LaunchConfig = LaunchConfig(),
         finished = True
         return outcome
     finally:
-        _stop_all(processes, patience_s=EXIT_PATIENCE_S if finished else 0.0)
+        _stop_all(processes, patience_s=EXIT_PATIENCE_S if finished else 0.0, grace_s=config.stop_grace_s)
         results.close()
         del store
 
@@ -404,8 +408,8 @@ def _raise_silent_death(processes: list, values: dict, *, reporter: int, report:
         time.sleep(0.02)
 
 
-def _stop_all(processes: list, *, patience_s: float) -> None:
-    """Wait ``patience_s`` for ranks to exit, then SIGTERM, then SIGKILL after STOP_GRACE_S; join all.
+def _stop_all(processes: list, *, patience_s: float, grace_s: float = STOP_GRACE_S) -> None:
+    """Wait ``patience_s`` for ranks to exit, then SIGTERM, then SIGKILL after ``grace_s``; join all.
 
     Signals go to each rank's process group, so processes a rank started go too. A second interrupt
     (Ctrl-C again while ranks are being stopped) cuts the grace period short, kills everything at once,
@@ -418,7 +422,7 @@ def _stop_all(processes: list, *, patience_s: float) -> None:
         for process in processes:
             if process.exitcode is None:
                 _kill_group(process, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_GRACE_S
+        deadline = time.monotonic() + grace_s
         for process in processes:
             process.join(max(0.0, deadline - time.monotonic()))
     except KeyboardInterrupt:
