@@ -9,6 +9,11 @@ kernels (``jupyter_client`` copies ``os.environ`` when it starts each kernel), t
 subprocesses and servers. The package itself reads no environment variable of its own: its cache follows the
 home directory, as for any reader.
 
+The temporary cache starts as a copy of the real one (read, never written): trained weights are keyed by a hash
+of everything that decides them and written atomically, so a copy behaves as the real cache would, and the labs
+do not retrain what the book build (which runs before them in ``make test``) or the reader has already trained.
+With an empty real cache they train, as before.
+
 It runs in ``pytest_sessionstart``, before collection imports anything, and the session's end puts the
 environment back. ``tests/test_test_isolation.py`` checks the test process, a started process and an nbval kernel.
 """
@@ -16,6 +21,7 @@ environment back. ``tests/test_test_isolation.py`` checks the test process, a st
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -38,6 +44,7 @@ _HOME_FOLDERS = (
     ("TRITON_CACHE_DIR", ".cache/triton"),
     ("CUDA_CACHE_PATH", ".nv/ComputeCache"),
 )
+AIHW_CACHE = Path(".cache") / "aihw"  # under a home: aihw.models.digits.default_cache_dir() (not imported: torch)
 _SAVED_KEY = pytest.StashKey[tuple[dict[str, str | None], str | None]]()
 
 
@@ -49,6 +56,19 @@ def isolated_environment(base: Path) -> dict[str, str]:
     return env
 
 
+def _copy_cache(real: Path, temporary: Path) -> None:
+    """Copy the finished files of the real weight cache (not another process's half-written ``.tmp<pid>``)."""
+    temporary.mkdir(parents=True, exist_ok=True)
+    if not real.is_dir():
+        return
+    for path in real.iterdir():
+        if path.is_file() and ".tmp" not in path.name:
+            try:
+                shutil.copy2(path, temporary / path.name)
+            except OSError:
+                pass  # gone meanwhile (replaced by another run): the labs train it again if they need it
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     # The session's own TempPathFactory (what the tmp_path fixtures use), so the folders lie in this run's
     # numbered base temporary directory and are cleaned up with it.
@@ -57,6 +77,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     for name in ("HOME", "TMPDIR", "MPLCONFIGDIR", "IPYTHONDIR", "JUPYTER_RUNTIME_DIR"):
         Path(env[name]).mkdir(parents=True, exist_ok=True)
     Path(env["JUPYTER_RUNTIME_DIR"]).chmod(0o700)
+    _copy_cache(Path.home() / AIHW_CACHE, Path(env["HOME"]) / AIHW_CACHE)
     session.config.stash[_SAVED_KEY] = ({name: os.environ.get(name) for name in env}, tempfile.tempdir)
     os.environ.update(env)
     tempfile.tempdir = env["TMPDIR"]  # this process's tempfile calls, which read TMPDIR once only

@@ -176,6 +176,8 @@ def test_nccl_on_cpu_machine_is_refused_before_starting():
     ("timeout_s", float("nan"), r"timeout_s.*got nan"),
     ("backend", "glo", r"unknown backend 'glo'; allowed: auto, gloo, nccl; did you mean 'gloo'"),
     ("threads_per_rank", 0, r"threads_per_rank must be an integer in \[1, 1024\], got 0"),
+    ("stop_grace_s", 0, r"stop_grace_s must be a positive.*got 0"),
+    ("stop_grace_s", float("inf"), r"stop_grace_s must be a finite number"),
 ])
 def test_bad_config_values_are_named(field, value, pattern):
     with pytest.raises(ValueError, match=pattern):
