@@ -188,15 +188,22 @@ def test_rank_killed_mid_collective_is_named_and_nothing_is_left(tmp_path):
     _assert_all_end(_pids(folder), "ranks or their children")
 
 
+class _StopTheRun(Exception):
+    """Raised in the launching process to stop a run (as any error there, or Ctrl-C, would)."""
+
+
 def test_rank_that_ignores_sigterm_and_its_child_are_killed(tmp_path):
-    """Interrupted, the launcher sends SIGTERM, which the ranks and their children ignore; after the grace
-    period (short here, passed explicitly) SIGKILL must end them all."""
-    driver = _start_driver(tmp_path, sigterm="ignore", stop_grace_s=1.0)
-    pids = _pids(tmp_path, driver=driver)
-    driver.send_signal(signal.SIGINT)
-    out, err = _finish(driver)
-    assert driver.returncode == 130 and "interrupted" in out, err[-2000:]
-    _assert_all_end(pids, "ranks that ignore SIGTERM or their children")
+    """An error in the launching process (here from the progress callback, once every rank has written its
+    pids) stops the run: the launcher sends SIGTERM, which the ranks and their children ignore, and after the
+    grace period (short here, passed explicitly) SIGKILL must end them all."""
+    def stop_once_all_have_started(message: str) -> None:
+        _pids(tmp_path)
+        raise _StopTheRun(message)
+
+    with pytest.raises(_StopTheRun):
+        launch(workers.record_pid_then_wait, str(tmp_path), True, True, on_progress=stop_once_all_have_started,
+               config=LaunchConfig(world_size=2, timeout_s=PATIENCE_S, stop_grace_s=1.0))
+    _assert_all_end(_pids(tmp_path), "ranks that ignore SIGTERM or their children")
 
 
 def test_a_ranks_own_child_does_not_outlive_a_successful_run(tmp_path):

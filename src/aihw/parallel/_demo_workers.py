@@ -81,6 +81,7 @@ def record_pid_then_wait(ctx: RankContext, directory: str, ignore_sigterm: bool 
 
         signal.signal(signal.SIGTERM, note_sigterm)
     _write_atomically(folder / f"rank{ctx.rank}.pid", str(os.getpid()))
+    ctx.progress("pid written")  # rank 0's reaches launch(on_progress=...): a test can act once the run is up
     if ctx.rank != 0:
         time.sleep(seconds)
     dist.all_reduce(torch.zeros(1, device=ctx.device))
