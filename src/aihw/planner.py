@@ -73,6 +73,10 @@ GEMM_FRACTION: dict[str, float] = {
 # The midpoint, 61.5%, is 0.72 of the matmul fraction; that ratio is applied on every chip (an assumption
 # beyond A100).
 ATTENTION_TO_GEMM = 0.615 / 0.859
+# FlashAttention's backward pass recomputes the scores S = Q K^T (it never stored them) and then runs dV = P^T dO,
+# dP = dO V^T, dQ = dS K, dK = dS^T Q: 5 matmuls of the forward's 2 (Dao et al. 2022, arXiv:2205.14135,
+# Algorithm 4 (backward pass), read 2026-12-01), so fused attention's backward costs 2.5 x its forward.
+FUSED_ATTENTION_BACKWARD = 2.5
 DEFAULT_GEMM_FRACTION = 0.80  # assumption for chips without a published MAMF figure (B200, TPUs, ...)
 GEMM_SOURCE = "https://github.com/stas00/ml-engineering/blob/master/compute/accelerator/README.md"
 
@@ -163,6 +167,9 @@ class Efficiency:
     overlap: bool = True  # DP gradients, ZeRO-3 gathers and CP passes overlap compute where they can
     flat_collectives: bool = False  # collectives spanning nodes as one flat ring whose every byte crosses the
     #   network port (no NVLink stage): what DeepSpeed's 2021 ZeRO-3 runs look like (aihw.validation)
+    zero3_regather_recompute: bool = False  # ZeRO-3 gathers the parameters again for the recomputed forward
+    #   (DeepSpeed's per-module hooks fire on every forward); FSDP keeps them gathered through the block's backward
+    zero3_overlap_reduce: bool = True  # the gradient reduce-scatter overlaps the backward pass
     step_overhead: float = STEP_OVERHEAD
 
     def __post_init__(self) -> None:
@@ -332,6 +339,15 @@ def _chip(cfg: PlanConfig, scale: float = 1.0) -> _Chip:
     return _Chip(chip.peak_flops(cfg.precision), chip.bandwidth_bytes_per_s, min(1.0, frac * scale))
 
 
+def attention_backward_factor(attention: str) -> float:
+    """Backward attention matmul time over forward: 2 for eager attention (dV, dP, dQ, dK), 2.5 when fused.
+
+    A fused (FlashAttention) kernel keeps no s x s scores, so its backward recomputes S = Q K^T before the four
+    gradient matmuls: 5 matmuls of the forward's size against the forward's 2 (Dao et al. 2022, Algorithm 4).
+    """
+    return FUSED_ATTENTION_BACKWARD if attention == "fused" else 2.0
+
+
 def gemm_seconds(m: float, n: float, k: float, *, peak: float, hbm: float, fraction: float,
                  bytes_per_value: float = 2) -> float:
     """Roofline time of an (m x k) @ (k x n) matmul: max(FLOPs at fraction x peak, bytes at HBM bandwidth)."""
@@ -371,7 +387,7 @@ def _layer_seconds(cfg: PlanConfig, ch: _Chip, tp: int, cp: int, ep: int, b: int
     sp = tp if cfg.sequence_parallel else 1
     elementwise = (ELEMENTWISE_H * h * t * bpv / sp + 3 * act_width * t * bpv / tp + score_bytes) / ch.hbm
     forward = dense + attn + elementwise
-    backward = 2 * (dense + attn) + 2 * elementwise
+    backward = 2 * dense + attention_backward_factor(cfg.attention) * attn + 2 * elementwise
     extra = {"none": 0.0, "selective": attn + score_bytes / ch.hbm, "full": forward}[recompute]
     return forward, backward + extra, attn
 
@@ -486,12 +502,25 @@ def _step(cfg: PlanConfig, dims: ParallelDims, recompute: str, b: int, m: int, s
         gather = _collective(cfg, "all_gather", params * w_bytes, dp_ranks, dp_stride, bus)
         scatter = _collective(cfg, "reduce_scatter", params * min(grad_bytes, 4), dp_ranks, dp_stride, bus)
         rounds = 1 if cfg.zero3_keep_gathered else m
-        traffic = rounds * (2 * gather + scatter)
-        dp_comm = max(0.0, traffic - (compute if overlap else 0.0))
+        gathers = zero3_gathers_per_micro_batch(recompute, regather=eff.zero3_regather_recompute)
+        hidden = rounds * gathers * gather + (rounds * scatter if eff.zero3_overlap_reduce else 0.0)
+        exposed = 0.0 if eff.zero3_overlap_reduce else rounds * scatter
+        dp_comm = max(0.0, hidden - (compute if overlap else 0.0)) + exposed
     terms = {"compute": compute, "bubble": bubble, "tp_comm": tp_comm, "cp_comm": cp_comm, "ep_comm": ep_comm,
              "pp_comm": pp_comm, "dp_comm": dp_comm}
     terms["overhead"] = eff.step_overhead / (1 - eff.step_overhead) * sum(terms.values())
     return terms
+
+
+def zero3_gathers_per_micro_batch(recompute: str, *, regather: bool) -> int:
+    """Parameter all-gathers ZeRO-3 runs per micro-batch: one per forward pass executed, one for backward.
+
+    Forward and backward each need the full layer weights (2). With full recomputation the recomputed forward
+    needs them once more: an implementation that releases them after every forward and gathers on every
+    forward (``regather``, DeepSpeed's per-module hooks) pays a third gather; FSDP, which keeps a block's
+    parameters gathered from its recomputation through its backward, does not.
+    """
+    return 3 if regather and recompute == "full" else 2
 
 
 def _memory_config(cfg: PlanConfig, dims: ParallelDims, recompute: str, b: int, m: int,
