@@ -163,6 +163,36 @@ def test_torchtitan_rows_compare_tokens_per_second():
         assert row["ratio"] == pytest.approx(x.tokens_per_second / run.gpus / run.published_wps, rel=1e-9)
 
 
+def test_eager_elementwise_counted_kernel_by_kernel():
+    from aihw.model_presets import get_preset
+    from aihw.planner import eager_elementwise_bytes
+    m = get_preset("llama-3-8b")  # h 4096, GQA kv 1024, SwiGLU 14336, RMSNorm, rotary
+    h, kv, f = 4096, 1024, 14336
+    assert eager_elementwise_bytes(m) == (2 * 36 * h + 20 * (h + kv) + 4 * (h + kv) + 4 * h + 10 * f + 12 * h,
+                                          2 * 64 * h + 20 * (h + kv) + 4 * (h + kv) + 4 * h + 16 * f + 12 * h)
+    cfg = PlanConfig(model=m, cluster=Cluster(chip="A100 80GB", nodes=8), global_batch=64, seq=8192)
+    fused = pinned(cfg, dp=64, tp=1, pp=1, zero=3)
+    eager = pinned(dataclasses.replace(cfg, elementwise="eager"), dp=64, tp=1, pp=1, zero=3)
+    assert eager.breakdown["compute"] > fused.breakdown["compute"]
+    with pytest.raises(ValueError, match="elementwise"):
+        PlanConfig(elementwise="compiled")
+
+
+def test_every_second_layer_recomputed_is_the_mean_of_none_and_full():
+    run = next(r for r in RUNS if r.recompute_every == 2)
+    mixed = run.predict()
+    none, full = (dataclasses.replace(run, recompute=rc, recompute_every=1).predict() for rc in ("none", "full"))
+    assert mixed.step_s == pytest.approx((none.step_s + full.step_s) / 2, rel=1e-9)
+    assert none.executed_flops_per_step < mixed.executed_flops_per_step < full.executed_flops_per_step
+    assert mixed.model_flops_per_step == none.model_flops_per_step
+
+
+def test_torchtitan_rows_within_15_percent():
+    for run in (r for r in RUNS if r.published_wps):
+        row = compare(run)
+        assert row["fits"] and 0.85 <= row["ratio"] <= 1.15, run.name
+
+
 @settings(max_examples=15, deadline=None)
 @given(nodes=st.sampled_from([1, 2, 4]), batch_factor=st.sampled_from([1, 2, 4]))
 def test_more_devices_never_more_memory_and_smaller_batch_still_fits(nodes, batch_factor):

@@ -98,6 +98,38 @@ NVLS_SPEEDUP = 1.3
 # dropout: read + write), at 2 bytes.
 ELEMENTWISE_H = 12
 EAGER_SCORE_PASSES = 4
+ELEMENTWISE = ("fused", "eager")
+
+
+def eager_elementwise_bytes(model: ModelShape) -> tuple[float, float]:
+    """HBM bytes per token per layer (forward, backward) of a Llama block's element-wise work in eager PyTorch.
+
+    Counted kernel by kernel from torchtitan's Llama code (``torchtitan/models/norms.py`` RMSNorm and
+    ``torchtitan/models/llama/model.py``, read 2026-12-01; its 64-A100 presets set ``norm_type = "rmsnorm"`` and
+    ``compile = false``), bf16 activations, each kernel reading its inputs and writing its output once:
+
+    * RMSNorm ``(x.float() * rsqrt(x.pow(2).mean(-1) + eps)).type_as(x) * w``: upcast 2+4, pow 4+4, mean 4,
+      multiply 4+4, downcast 4+2, weight 2+2 = 36 bytes per element forward; autograd's backward through the
+      same graph ~64 (two of them per layer; the fused kernel moves 4 and 6);
+    * rotary embedding through complex fp32 (upcast, complex multiply, downcast) on Q and K: 20 bytes per
+      element each way; ``repeat_kv``'s expand + reshape copies K and V to every query head (GQA only): 2 x 2
+      bytes per element of (kv + h) each way; the attention output's ``transpose().contiguous()``: 4 per element
+      of h each way;
+    * SwiGLU ``silu(w1 x) * w3 x`` in two kernels: 4 + 6 = 10 bytes per element of the MLP width forward, ~16
+      backward (a plain GELU: 4 and 6); two residual adds: 6 bytes per element of h each way.
+
+    The fused count the planner uses otherwise is ``ELEMENTWISE_H`` values per element of h plus 3 per element
+    of the MLP width forward, twice that backward.
+    """
+    h, kv, f = model.hidden, model.kv_dim, model.ffn_dim
+    rms = model.norm == "rmsnorm"
+    norm_f, norm_b = (36, 64) if rms else (4, 8)
+    rotary = 0 if model.learned_positions else 20 * (h + kv)
+    repeat = 4 * (h + kv) if model.n_kv_heads != model.heads else 0
+    mlp_f, mlp_b = (10, 16) if model.gated_mlp else (4, 6)
+    fwd = 2 * norm_f * h + rotary + repeat + 4 * h + mlp_f * f + 2 * 6 * h
+    bwd = 2 * norm_b * h + rotary + repeat + 4 * h + mlp_b * f + 2 * 6 * h
+    return float(fwd), float(bwd)
 
 # The one fitted constant: share of the step lost to what the model does not count (kernel launch gaps,
 # optimizer step, data loading, synchronisation). Fitted once by least squares on log(predicted/published) over
@@ -195,6 +227,7 @@ class PlanConfig:
     zero_stages: tuple[int, ...] = (0, 1, 2, 3)
     recompute: tuple[str, ...] = RECOMPUTE
     attention: str = "fused"  # "fused" (FlashAttention: no s x s scores stored) or "eager"
+    elementwise: str = "fused"  # "fused" (Megatron-style kernels) or "eager" (PyTorch ops one by one)
     sequence_parallel: bool = True  # Megatron sequence parallelism alongside TP
     memory_fraction: float = 0.9  # usable share of each chip's memory (the rest: framework, fragmentation)
     tp: int | None = None
@@ -221,6 +254,7 @@ class PlanConfig:
             raise ValueError(f"precision {self.precision!r}: the planner trains in fp32, tf32, bf16 or fp16")
         require_choice("grad_precision", self.grad_precision, ("fp32", "param"))
         require_choice("attention", self.attention, ATTENTION)
+        require_choice("elementwise", self.elementwise, ELEMENTWISE)
         require_choice("schedule", self.schedule, ("1f1b", "gpipe"))
         if self.schedule == "gpipe" and self.virtual_stages not in (None, 1):
             raise ValueError(f"virtual_stages={self.virtual_stages} is the interleaved 1F1B schedule; "
@@ -385,9 +419,15 @@ def _layer_seconds(cfg: PlanConfig, ch: _Chip, tp: int, cp: int, ep: int, b: int
         attn = heads * (g(q, s, hd) + g(q, hd, s))
         score_bytes = EAGER_SCORE_PASSES * 2 * heads * q * s * bpv
     sp = tp if cfg.sequence_parallel else 1
-    elementwise = (ELEMENTWISE_H * h * t * bpv / sp + 3 * act_width * t * bpv / tp + score_bytes) / ch.hbm
+    if cfg.elementwise == "eager":  # kernel by kernel (eager_elementwise_bytes); split over TP like the weights
+        fwd_bytes, bwd_bytes = eager_elementwise_bytes(mdl)
+        elementwise = (fwd_bytes * t / tp + score_bytes) / ch.hbm
+        elementwise_bwd = (bwd_bytes * t / tp + 2 * score_bytes) / ch.hbm
+    else:
+        elementwise = (ELEMENTWISE_H * h * t * bpv / sp + 3 * act_width * t * bpv / tp + score_bytes) / ch.hbm
+        elementwise_bwd = 2 * elementwise
     forward = dense + attn + elementwise
-    backward = 2 * dense + attention_backward_factor(cfg.attention) * attn + 2 * elementwise
+    backward = 2 * dense + attention_backward_factor(cfg.attention) * attn + elementwise_bwd
     extra = {"none": 0.0, "selective": attn + score_bytes / ch.hbm, "full": forward}[recompute]
     return forward, backward + extra, attn
 

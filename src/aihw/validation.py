@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from aihw.catalogue.hardware import get_chip
 from aihw.flops import model_flops_per_token
 from aihw.model_presets import ModelShape, get_preset
 from aihw.planner import Cluster, Efficiency, Layout, PlanConfig, pinned
@@ -87,6 +88,9 @@ class PublishedRun:
     notes: str = ""
     cp: int = 1
     virtual_stages: int = 1
+    elementwise: str = "fused"  # "eager": PyTorch element-wise ops one kernel each (torchtitan without compile)
+    recompute_every: int = 1  # k > 1: every k-th layer fully recomputed, the others not (torchtitan's
+    #   "selective layer" activation checkpointing, selective_ac_option = '2')
     implementation: str = "megatron"  # a key of IMPLEMENTATIONS: how the stack runs ZeRO-3 and its collectives
     published_wps: float | None = None  # tokens per second per GPU, when the source gives them (torchtitan)
 
@@ -102,13 +106,43 @@ class PublishedRun:
         cluster = Cluster(chip=self.chip, chips_per_node=8, nodes=self.gpus // 8, network=self.network)
         return PlanConfig(model=self.model, cluster=cluster, global_batch=self.global_batch, seq=self.seq,
                           micro_batch=self.micro_batch, precision=self.precision, attention=self.attention,
+                          elementwise=self.elementwise,
                           sequence_parallel=self.tp > 1 and self.chip != "NVIDIA A100 80GB SXM",
                           efficiency=self.efficiency if efficiency is None else efficiency)
 
     def predict(self, efficiency: Efficiency | None = None) -> Layout:
-        """The pinned layout, with the run's own implementation's efficiency unless ``efficiency`` is given."""
-        return pinned(self.config(efficiency), dp=self.dp, tp=self.tp, pp=self.pp, cp=self.cp, zero=self.zero,
-                      recompute=self.recompute, micro_batch=self.micro_batch, virtual_stages=self.virtual_stages)
+        """The pinned layout, with the run's own implementation's efficiency unless ``efficiency`` is given.
+
+        With ``recompute_every = k > 1`` the planner (which applies one policy to every layer) is run with no
+        recomputation and with full recomputation, and each step term, the executed FLOPs and the memory are
+        mixed in the share 1/k of fully recomputed layers: exact for the per-layer compute and activation terms,
+        which add over layers.
+        """
+        cfg = self.config(efficiency)
+
+        def one(recompute: str) -> Layout:
+            return pinned(cfg, dp=self.dp, tp=self.tp, pp=self.pp, cp=self.cp, zero=self.zero, recompute=recompute,
+                          micro_batch=self.micro_batch, virtual_stages=self.virtual_stages)
+
+        if self.recompute_every == 1:
+            return one(self.recompute)
+        share = 1 / self.recompute_every
+        lean, full = one("none"), one("full")
+
+        def mix(a: float, b: float) -> float:
+            return (1 - share) * a + share * b
+
+        memory = mix(lean.memory_bytes, full.memory_bytes)
+        capacity = cfg.memory_fraction * _capacity(cfg)
+        return replace(full, recompute=f"full every {self.recompute_every} layers",
+                       breakdown={k: mix(lean.breakdown[k], full.breakdown[k]) for k in full.breakdown},
+                       executed_flops_per_step=mix(lean.executed_flops_per_step, full.executed_flops_per_step),
+                       memory_bytes=memory, fits=memory <= capacity,
+                       band_s=(mix(lean.band_s[0], full.band_s[0]), mix(lean.band_s[1], full.band_s[1])))
+
+
+def _capacity(cfg: PlanConfig) -> float:
+    return get_chip(cfg.cluster.chip).memory_bytes
 
 
 _T1 = [  # params (B), heads, hidden, layers, t, p, GPUs, batch, TFLOP/s per GPU (Narayanan et al. 2021, Table 1)
@@ -141,20 +175,21 @@ _TT_NOTES = ("FSDP2 = ZeRO-3 over all 64 GPUs; compared in tokens per second per
              "convention; network not stated in the source: InfiniBand HDR per GPU assumed.")
 
 
-def _titan(name: str, preset: str, batch: int, recompute: str, wps: float, seq: int, label: str) -> PublishedRun:
+def _titan(name: str, preset: str, batch: int, recompute: str, wps: float, seq: int, label: str, every: int = 1
+           ) -> PublishedRun:
     """A torchtitan performance.md row: published WPS, shown in TFLOP/s as WPS x the planner's model FLOPs/token."""
     model = get_preset(preset)
     return PublishedRun(f"torchtitan {name}, {label}", model, 64, 1, 1, 64 * batch,
                         wps * model_flops_per_token(model, seq) / 1e12, "model", TORCHTITAN, zero=3,
                         micro_batch=batch, recompute=recompute, attention="fused", precision="bf16", seq=seq,
                         table="torchtitan performance.md", notes=_TT_NOTES, implementation="fsdp2",
-                        published_wps=wps)
+                        published_wps=wps, recompute_every=every, elementwise="eager")
 
 
 # (published WPS and MFU: 2904 and 56.8%, 331 and 51.7%, 2162 and 61.1%, 353 and 50.5%; torchtitan's MFU counts
 # 6 x all parameters + 12 l h s per token, which is not the planner's count, hence the comparison in WPS)
 TORCHTITAN_RUNS = (
-    _titan("Llama 3 8B", "llama-3-8b", 1, "selective", 2904, 8192, "selective AC"),
+    _titan("Llama 3 8B", "llama-3-8b", 1, "full", 2904, 8192, "selective layer AC", every=2),
     _titan("Llama 3 70B", "llama-3-70b", 1, "full", 331, 8192, "full AC"),
     _titan("Llama 2 13B", "llama-2-13b", 2, "none", 2162, 4096, "no AC"),
     _titan("Llama 2 70B", "llama-2-70b", 2, "full", 353, 4096, "full AC"),
