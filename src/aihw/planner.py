@@ -776,8 +776,13 @@ def _assumptions(cfg: PlanConfig) -> tuple[str, ...]:
         "Ranks ordered TP, CP, DP (EP inside DP x CP), PP; collectives hierarchical across nodes.",
         "1F1B (interleaved when virtual stages > 1): bubble (p-1)/v slowest-stage micro-batch times; layers split "
         "as real runs split them (remainder on the middle stages, embedding/head stages lighter).",
-        "TP communication not overlapped; DP gradients overlap the last micro-batch's backward; ZeRO-3 gathers "
-        "and CP ring passes overlap compute" if eff.overlap else "No communication overlapped.",
+        ("TP communication not overlapped; DP gradients overlap the last micro-batch's backward; ZeRO-3 gathers "
+         "and CP ring passes overlap compute." if eff.overlap else "No communication overlapped.")
+        + (f" ZeRO-3: {'3 parameter gathers with full recomputation' if eff.zero3_regather_recompute else '2 parameter gathers'}"
+           f" per micro-batch, reduce-scatter {'overlapped' if eff.zero3_overlap_reduce else 'exposed'}"
+           f"{', every byte through the network port (flat)' if eff.flat_collectives else ''}."),
+        ("Element-wise work as eager PyTorch kernels (counted from torchtitan's Llama code)."
+         if cfg.elementwise == "eager" else "Element-wise work in fused kernels (Megatron-LM style)."),
         f"A further {eff.step_overhead:.0%} of the step for what the model does not count (fitted once on "
         "Narayanan et al. 2021 Table 1; see aihw.validation).",
         f"Band: step time with matmul fraction x{BAND['high']['gemm']}, bus x{BAND['high']['bus']} and overlap "
