@@ -22,7 +22,12 @@ For every layout that uses all the chips (:class:`aihw.parallel_dims.ParallelDim
      hidden behind the attention compute when shorter; EP: 4 all-to-alls per MoE layer and micro-batch; PP:
      one activation and one gradient per micro-batch and chunk; DP: the gradient reduce-scatter/all-gather,
      overlapped with the last micro-batch's backward pass; ZeRO-3: parameters gathered in every micro-batch's
-     forward and backward (once per step with ``zero3_keep_gathered``), overlapped with compute.
+     forward and backward (once per step with ``zero3_keep_gathered``; a third time for the recomputed forward
+     with ``Efficiency.zero3_regather_recompute``, as DeepSpeed does), overlapped with compute, and the gradient
+     reduce-scatter overlapped too unless ``Efficiency.zero3_overlap_reduce`` is off.
+
+   Fused attention's backward is 2.5 x its forward (it recomputes the scores); element-wise work is counted for
+   fused kernels, or kernel by kernel for eager PyTorch (``PlanConfig.elementwise``).
 
 3. ranks the fitting layouts by step time and says why the winner wins, with an uncertainty band: the same
    step with every efficiency at its pessimistic and optimistic value (:data:`BAND`).

@@ -23,7 +23,11 @@ Sources (read 2026-12-01):
   port per GPU) is ASSUMED.
 
 Assumptions the sources do not state are in each run's ``notes``. The efficiency constants are not tuned per
-row: :func:`fit_overhead` fits the single constant ``planner.STEP_OVERHEAD`` to Table 1 and nothing else.
+row: :func:`fit_overhead` fits the single constant ``planner.STEP_OVERHEAD`` to Table 1 and nothing else. What
+differs between rows is what the run's software did, described by named, documented behaviours rather than
+numbers: :data:`IMPLEMENTATIONS` (how the stack runs ZeRO-3: :data:`DEEPSPEED_2021` for Table 2's ZeRO-3 rows),
+``elementwise`` (torchtitan without ``torch.compile``: eager kernels) and ``recompute_every`` (torchtitan's
+every-second-layer checkpointing). torchtitan rows are compared in tokens per second per GPU.
 """
 
 from __future__ import annotations
