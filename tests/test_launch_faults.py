@@ -26,7 +26,7 @@ from aihw.parallel.launch import LaunchConfig, WorkerError, launch
 pytestmark = pytest.mark.distributed
 
 LOOPBACK = {"127.0.0.1", "::1"}
-PATIENCE_S = 240.0  # generous: start-up on a loaded 2-core machine takes seconds per rank, at load 25 tens
+PATIENCE_S = 240.0  # generous: start-up on a loaded 2-core machine takes seconds per rank (tens at load 25)
 
 # A launching process of its own, for the tests that signal or kill the parent: argv = folder for the pid files,
 # "obey" or "ignore" (SIGTERM), and the grace period between SIGTERM and SIGKILL when the ranks are stopped.
