@@ -23,6 +23,7 @@ Every component is reported separately, in bytes (GB = 1e9 bytes, GiB = 2**30 by
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Literal, get_args
@@ -93,6 +94,11 @@ def activation_bytes_per_layer(*, seq: int, batch: int, hidden: int, heads: int,
     if sequence_parallel or tp == 1:
         return (split + replicated + attention) / tp
     return split / tp + replicated + attention / tp
+
+
+# The same function memoized, for _activations: a layout search asks for the same few (seq, batch, tp) many times,
+# always with plain numbers (MemoryConfig coerces them), and the checks above are most of its cost.
+_activation_bytes_per_layer = functools.lru_cache(maxsize=4096)(activation_bytes_per_layer)
 
 
 def korthikanti_per_layer(*, seq: int, batch: int, hidden: int, heads: int, recompute: str = "none") -> float:
@@ -316,7 +322,7 @@ def _activations(cfg: MemoryConfig, *, tp: int, split: bool = False) -> float:
     mlp = per_value * (m.top_k * m.expert_ffn_dim * m.capacity_factor if m.is_moe else m.ffn_dim)
     # fused attention (FlashAttention) keeps no s x s scores: the selective-recompute count without them
     recompute = "selective" if cfg.attention == "fused" and cfg.recompute == "none" else cfg.recompute
-    per_layer = activation_bytes_per_layer(
+    per_layer = _activation_bytes_per_layer(
         seq=s, batch=b, hidden=m.hidden, heads=m.heads, kv_dim=m.kv_dim, mlp_saved_width=mlp,
         bytes_per_value=cfg.activation_bytes_per_value, dropout=cfg.dropout,
         recompute=recompute, tp=tp, sequence_parallel=cfg.sequence_parallel)
@@ -412,9 +418,24 @@ def estimate(config: MemoryConfig) -> MemoryEstimate:
 
     Raises NonFiniteResult (a ValueError) when the inputs are so large that a byte count overflows.
     """
-    total, per_device = _components(config, split=False), _components(config, split=True)
-    require_finite_result("memory estimate", {"total": total, "per_device": per_device})
+    total, per_device = _checked_components(config)
     return MemoryEstimate(config, total, per_device, _assumptions(config))
+
+
+def per_device_bytes(config: MemoryConfig) -> float:
+    """``estimate(config).per_device_bytes`` (same checks, same number) without the assumption notes.
+
+    For searches that size thousands of layouts (:mod:`aihw.planner`).
+    """
+    return sum(_checked_components(config)[1].values())
+
+
+def _checked_components(config: MemoryConfig) -> tuple[dict[str, float], dict[str, float]]:
+    total, per_device = _components(config, split=False), _components(config, split=True)
+    # the full check (which names the overflowing component) only when a value is not a finite float
+    if not all(type(v) is float and math.isfinite(v) for d in (total, per_device) for v in d.values()):
+        require_finite_result("memory estimate", {"total": total, "per_device": per_device})
+    return total, per_device
 
 
 def estimate_memory(model: ModelShape | str | None = None, **kwargs) -> MemoryEstimate:

@@ -38,6 +38,7 @@ squares to the ten rows of Narayanan et al. 2021, Table 1, and used unchanged ev
 
 from __future__ import annotations
 
+import copy
 import functools
 import math
 from dataclasses import dataclass, field, replace
@@ -47,7 +48,7 @@ from aihw._validate import require_choice, require_in_range, require_positive
 from aihw.catalogue.hardware import get_chip
 from aihw.catalogue.networks import get_network
 from aihw.flops import flops_per_token, model_flops_per_token
-from aihw.memory import PRECISION_BYTES, MemoryConfig, estimate
+from aihw.memory import PRECISION_BYTES, MemoryConfig, _grad_split, _stage_params, per_device_bytes
 from aihw.model_presets import ModelShape, resolve_model
 from aihw.parallel_dims import ParallelDims, divisors, stage_layers
 
@@ -391,6 +392,7 @@ def _link_for(cfg: PlanConfig, stride: int, ranks: int) -> tuple[int, int]:
     return per_node, max(1, ranks // per_node)
 
 
+@functools.lru_cache(maxsize=65536)  # a search asks for the same few collectives over and over
 def _collective(cfg: PlanConfig, kind: str, n_bytes: float, ranks: int, stride: int, bus: float = 1.0) -> float:
     """Seconds of one collective of ``n_bytes`` (per rank's full buffer) over ``ranks`` ranks ``stride`` apart.
 
@@ -426,8 +428,12 @@ def _collective(cfg: PlanConfig, kind: str, n_bytes: float, ranks: int, stride: 
 
 
 def _step(cfg: PlanConfig, dims: ParallelDims, recompute: str, b: int, m: int, stages: tuple[int, ...],
-          *, gemm_scale: float = 1.0, bus: float = 1.0, overlap: bool | None = None) -> dict:
-    """Seconds per term of one optimizer step (see the module docstring)."""
+          *, gemm_scale: float = 1.0, bus: float = 1.0, overlap: bool | None = None,
+          mem: MemoryConfig | None = None) -> dict:
+    """Seconds per term of one optimizer step (see the module docstring).
+
+    ``mem``: the layout's :func:`_memory_config`, when the caller has it already.
+    """
     eff = cfg.efficiency
     overlap = eff.overlap if overlap is None else overlap
     ch = _chip(cfg, gemm_scale)
@@ -438,7 +444,7 @@ def _step(cfg: PlanConfig, dims: ParallelDims, recompute: str, b: int, m: int, s
     layer = fwd + fwd_bwd_extra
     head = _head_seconds(cfg, ch, tp, cp, b)
     # per device: its chunks' layers; the head sits on the last device, the embedding (a lookup) on the first
-    per_device = [sum(stages[c * pp + d] for c in range(v)) for d in range(pp)]
+    per_device = _device_layers(stages, pp, v)
     device_time = [n * layer for n in per_device]
     device_time[-1] += head
     slowest = max(device_time)
@@ -472,10 +478,9 @@ def _step(cfg: PlanConfig, dims: ParallelDims, recompute: str, b: int, m: int, s
         one = _collective(cfg, "send_recv", act, 2, tp * cp * dp, bus)
         pp_comm = 2 * v * m * one
     # data parallel: gradients of this device's parameters (ZeRO >= 1: reduce-scatter + all-gather of params)
-    mem = _memory_config(cfg, dims, recompute, b, m, stages)
-    from aihw.memory import _grad_split, _stage_params  # the memory chapter's parameter count per device
-
-    params = _stage_params(mem)
+    if mem is None:
+        mem = _memory_config(cfg, dims, recompute, b, m, stages)
+    params = _stage_params(mem)  # the memory chapter's parameter count per device
     grad_bytes = _grad_split(mem)[0]  # the model gradient is what is reduced (fp16 runs: fp16; bf16: fp32 main)
     w_bytes = PRECISION_BYTES[cfg.precision]
     dp_ranks, dp_stride = dp, tp * cp
@@ -494,10 +499,21 @@ def _step(cfg: PlanConfig, dims: ParallelDims, recompute: str, b: int, m: int, s
     return terms
 
 
+@functools.lru_cache(maxsize=4096)
+def _device_layers(stages: tuple[int, ...], pp: int, v: int) -> tuple[int, ...]:
+    """Layers on each pipeline device: its ``v`` chunks' layers."""
+    return tuple(sum(stages[c * pp + d] for c in range(v)) for d in range(pp))
+
+
+@functools.lru_cache(maxsize=4096)
+def _stage_layers(layers: int, pp: int, v: int) -> tuple[int, ...]:
+    return stage_layers(layers, pp, virtual_stages=v)
+
+
 def _memory_config(cfg: PlanConfig, dims: ParallelDims, recompute: str, b: int, m: int,
                    stages: tuple[int, ...]) -> MemoryConfig:
     pp, v = dims.pp, dims.virtual_stages
-    busiest = max(sum(stages[c * pp + d] for c in range(v)) for d in range(pp))
+    busiest = max(_device_layers(stages, pp, v))
     return MemoryConfig(model=cfg.model, precision=cfg.precision, optimizer=cfg.optimizer, batch=b,
                         seq=cfg.tokens, recompute=recompute, zero=dims.zero, dp=dims.dp, tp=dims.tp, pp=pp,
                         cp=dims.cp, ep=dims.ep, virtual_stages=v, micro_batches=m, stage_layers=busiest,
@@ -511,8 +527,14 @@ def evaluate(cfg: PlanConfig, dims: ParallelDims, *, recompute: str = "none", mi
 
     ``band``: also the optimistic/pessimistic step times; ``time_if_too_big``: time a layout that does not fit.
     """
+    m, stages = _split(cfg, dims, micro_batch)
+    mem = _memory_config(cfg, dims, recompute, micro_batch, m, stages)
+    return _evaluate(cfg, dims, recompute, micro_batch, m, stages, mem, band=band, time_if_too_big=time_if_too_big)
+
+
+def _split(cfg: PlanConfig, dims: ParallelDims, b: int) -> tuple[int, tuple[int, ...]]:
+    """(micro-batches m, layers per pipeline chunk) of a layout; ValueError if it does not suit the model/batch."""
     dims.validate_model(cfg.model, seq=cfg.tokens)
-    b = micro_batch
     if cfg.global_batch % (dims.dp * b):
         raise ValueError(f"global batch {cfg.global_batch} does not split into dp x micro-batch = "
                          f"{dims.dp} x {b} = {dims.dp * b} (it must be a multiple)")
@@ -520,22 +542,37 @@ def evaluate(cfg: PlanConfig, dims: ParallelDims, *, recompute: str = "none", mi
     if dims.virtual_stages > 1 and m % dims.pp:
         raise ValueError(f"the interleaved schedule needs the micro-batches m = {m} to be a multiple of "
                          f"pp = {dims.pp}")
-    stages = stage_layers(cfg.model.layers, dims.pp, virtual_stages=dims.virtual_stages)
-    mem = estimate(_memory_config(cfg, dims, recompute, b, m, stages)).per_device_bytes
-    capacity = cfg.memory_fraction * get_chip(cfg.cluster.chip).memory_bytes
-    fits = mem <= capacity
+    return m, _stage_layers(cfg.model.layers, dims.pp, dims.virtual_stages)
+
+
+@functools.lru_cache(maxsize=256)
+def _constants(cfg: PlanConfig) -> tuple[float, int, float, float]:
+    """(usable bytes per chip, tokens per step, model FLOPs per step, dense peak FLOP/s): the same for every layout."""
+    chip = get_chip(cfg.cluster.chip)
+    tokens = cfg.global_batch * cfg.tokens
+    return (cfg.memory_fraction * chip.memory_bytes, tokens, model_flops_per_token(cfg.model, cfg.tokens) * tokens,
+            chip.peak_flops(cfg.precision))
+
+
+@functools.lru_cache(maxsize=256)
+def _executed_flops(cfg: PlanConfig, recompute: str) -> float:
+    return flops_per_token(cfg.model, cfg.tokens, recompute=recompute) * (cfg.global_batch * cfg.tokens)
+
+
+def _evaluate(cfg: PlanConfig, dims: ParallelDims, recompute: str, b: int, m: int, stages: tuple[int, ...],
+              mem: MemoryConfig, *, band: bool, time_if_too_big: bool) -> Layout:
+    """:func:`evaluate` once the layout is checked and its (validated) memory configuration built."""
+    size = per_device_bytes(mem)
+    capacity, tokens, model_flops, peak = _constants(cfg)
+    fits = size <= capacity
     if not fits and not time_if_too_big:
-        return Layout(dims, recompute, b, m, stages, mem, fits)
-    terms = _step(cfg, dims, recompute, b, m, stages)
+        return Layout(dims, recompute, b, m, stages, size, fits)
+    terms = _step(cfg, dims, recompute, b, m, stages, mem=mem)
     lo = hi = sum(terms.values())
     if band:
         lo, hi = _band(cfg, dims, recompute, b, m, stages)
-    tokens = cfg.global_batch * cfg.tokens
-    model_flops = model_flops_per_token(cfg.model, cfg.tokens) * tokens
-    executed = flops_per_token(cfg.model, cfg.tokens, recompute=recompute) * tokens
-    peak = get_chip(cfg.cluster.chip).peak_flops(cfg.precision)
-    return Layout(dims, recompute, b, m, stages, mem, fits, terms, tokens, model_flops, executed, peak,
-                  (lo, hi))
+    return Layout(dims, recompute, b, m, stages, size, fits, terms, tokens, model_flops,
+                  _executed_flops(cfg, recompute), peak, (lo, hi))
 
 
 def _band(cfg: PlanConfig, dims: ParallelDims, recompute: str, b: int, m: int, stages: tuple[int, ...]
@@ -704,6 +741,21 @@ def _assumptions(cfg: PlanConfig) -> tuple[str, ...]:
     )
 
 
+def _vary(base: MemoryConfig, *, zero: int, recompute: str) -> MemoryConfig:
+    """``dataclasses.replace(base, zero=zero, recompute=recompute)`` without running its checks again.
+
+    The search sizes every ZeRO stage and recomputation of one split: ``base`` passed the memory estimator's
+    checks and the two fields changed here were checked by :class:`PlanConfig` (``zero_stages``,
+    ``recompute``), so re-validating each variant (most of the search's time) would only repeat them.
+    """
+    if (base.zero, base.recompute) == (zero, recompute):
+        return base
+    variant = copy.copy(base)
+    object.__setattr__(variant, "zero", zero)
+    object.__setattr__(variant, "recompute", recompute)
+    return variant
+
+
 def plan(cfg: PlanConfig) -> Plan:
     """Enumerate, size, time, drop what does not fit, rank by estimated step time.
 
@@ -719,10 +771,15 @@ def plan(cfg: PlanConfig) -> Plan:
     zeros = cfg.zero_stages
     order = [r for r in RECOMPUTE if r in cfg.recompute]  # less recomputation is always faster
     for dp, tp, pp, cp, ep, v, b in combos:
+        base = None  # the memory configuration of this split, validated once (see _vary)
         for zero in (z for z in zeros if dp > 1 or z == min(zeros)):
             dims = ParallelDims(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, zero=zero, virtual_stages=v)
+            if base is None:
+                m, stages = _split(cfg, dims, b)
+                base = _memory_config(cfg, dims, order[0], b, m, stages)
             for recompute in order:
-                x = evaluate(cfg, dims, recompute=recompute, micro_batch=b, band=False, time_if_too_big=False)
+                mem = _vary(base, zero=zero, recompute=recompute)
+                x = _evaluate(cfg, dims, recompute, b, m, stages, mem, band=False, time_if_too_big=False)
                 layouts.append(x)
                 if x.fits:  # more recomputation would only be slower
                     break
