@@ -38,10 +38,9 @@ squares to the ten rows of Narayanan et al. 2021, Table 1, and used unchanged ev
 
 from __future__ import annotations
 
-import copy
 import functools
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 from aihw import collective_cost as cc
 from aihw._validate import require_choice, require_in_range, require_positive
@@ -243,6 +242,18 @@ class PlanConfig:
     @property
     def tokens(self) -> int:
         return self.seq or self.model.max_seq
+
+    def __hash__(self) -> int:
+        # The step model's caches are keyed on the configuration and a search looks them up thousands of times:
+        # hash the nested model, cluster and efficiencies once (the fields are frozen), not at every look-up.
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash(tuple(getattr(self, f.name) for f in fields(self)))
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
+    def __getstate__(self) -> dict:  # copies and pickles recompute the hash (string hashes differ per process)
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
 
 
 @dataclass(frozen=True)
@@ -756,18 +767,18 @@ def _assumptions(cfg: PlanConfig) -> tuple[str, ...]:
     )
 
 
-def _vary(base: MemoryConfig, *, zero: int, recompute: str) -> MemoryConfig:
-    """``dataclasses.replace(base, zero=zero, recompute=recompute)`` without running its checks again.
+def _vary(base: MemoryConfig, *, batch: int, micro_batches: int, zero: int, recompute: str) -> MemoryConfig:
+    """``dataclasses.replace(base, ...)`` without running the memory estimator's checks again.
 
-    The search sizes every ZeRO stage and recomputation of one split: ``base`` passed the memory estimator's
-    checks and the two fields changed here were checked by :class:`PlanConfig` (``zero_stages``,
-    ``recompute``), so re-validating each variant (most of the search's time) would only repeat them.
+    The search sizes every micro-batch size, ZeRO stage and recomputation of one split (dp, tp, pp, cp, ep,
+    virtual stages): ``base``, one of them, passed the checks, which the fields changed here cannot fail:
+    PlanConfig checked ``zero_stages`` and ``recompute``, the micro-batch sizes are positive and divide the
+    global batch (:func:`_candidates`, :func:`_split`). Re-validating each variant would be most of the search.
     """
-    if (base.zero, base.recompute) == (zero, recompute):
+    if (base.batch, base.micro_batches, base.zero, base.recompute) == (batch, micro_batches, zero, recompute):
         return base
-    variant = copy.copy(base)
-    object.__setattr__(variant, "zero", zero)
-    object.__setattr__(variant, "recompute", recompute)
+    variant = object.__new__(MemoryConfig)
+    variant.__dict__.update(base.__dict__, batch=batch, micro_batches=micro_batches, zero=zero, recompute=recompute)
     return variant
 
 
@@ -777,6 +788,7 @@ def plan(cfg: PlanConfig) -> Plan:
     ValueError when no layout can even be formed (every candidate's batch split or degree is impossible):
     the message names the first reason.
     """
+    given, cfg = cfg, _canonical(cfg)
     combos, rejected = _candidates(cfg)
     if not combos:
         reason = rejected[0][1] if rejected else (
@@ -785,15 +797,23 @@ def plan(cfg: PlanConfig) -> Plan:
     layouts = []
     zeros = cfg.zero_stages
     order = [r for r in RECOMPUTE if r in cfg.recompute]  # less recomputation is always faster
+    dims_of: dict[tuple, ParallelDims] = {}  # a split's dims (one per ZeRO stage), shared by its micro-batch sizes
+    base_of: dict[tuple, MemoryConfig] = {}  # a split's memory configuration, validated once (see _vary)
     for dp, tp, pp, cp, ep, v, b in combos:
-        base = None  # the memory configuration of this split, validated once (see _vary)
-        for zero in (z for z in zeros if dp > 1 or z == min(zeros)):
-            dims = ParallelDims(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, zero=zero, virtual_stages=v)
-            if base is None:
+        stages_of_zero = [z for z in zeros if dp > 1 or z == min(zeros)]
+        first = stages_of_zero[0]
+        for zero in stages_of_zero:
+            dims = dims_of.get((dp, tp, pp, cp, ep, v, zero))
+            if dims is None:
+                dims = dims_of[dp, tp, pp, cp, ep, v, zero] = ParallelDims(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep,
+                                                                           zero=zero, virtual_stages=v)
+            if zero == first:  # the layout's checks (the same for every ZeRO stage)
                 m, stages = _split(cfg, dims, b)
-                base = _memory_config(cfg, dims, order[0], b, m, stages)
+                base = base_of.get((dp, tp, pp, cp, ep, v))
+                if base is None:
+                    base = base_of[dp, tp, pp, cp, ep, v] = _memory_config(cfg, dims, order[0], b, m, stages)
             for recompute in order:
-                mem = _vary(base, zero=zero, recompute=recompute)
+                mem = _vary(base, batch=b, micro_batches=m, zero=zero, recompute=recompute)
                 x = _evaluate(cfg, dims, recompute, b, m, stages, mem, band=False, time_if_too_big=False)
                 layouts.append(x)
                 if x.fits:  # more recomputation would only be slower
@@ -801,7 +821,14 @@ def plan(cfg: PlanConfig) -> Plan:
     fits = sorted((x for x in layouts if x.fits), key=lambda x: (x.step_s, x.memory_bytes))
     fits[:BAND_TOP] = [with_band(cfg, x) for x in fits[:BAND_TOP]]
     too_big = tuple(sorted((x for x in layouts if not x.fits), key=lambda x: x.memory_bytes))
-    return Plan(cfg, tuple(fits), too_big, tuple(rejected), _assumptions(cfg))
+    return Plan(given, tuple(fits), too_big, tuple(rejected), _assumptions(cfg))
+
+
+@functools.lru_cache(maxsize=64)
+def _canonical(cfg: PlanConfig) -> PlanConfig:
+    """The first configuration equal to ``cfg`` seen: the step model's caches then find their keys by identity,
+    not by comparing every field of an equal copy (a repeated input builds a new, equal PlanConfig)."""
+    return cfg
 
 
 def explain(result: Plan) -> list[str]:
