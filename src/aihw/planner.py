@@ -417,7 +417,7 @@ def _link_for(cfg: PlanConfig, stride: int, ranks: int) -> tuple[int, int]:
     return per_node, max(1, ranks // per_node)
 
 
-@functools.lru_cache(maxsize=65536)  # a search asks for the same few collectives over and over
+@functools.lru_cache(maxsize=16384)  # a search asks for the same few hundred collectives thousands of times
 def _collective(cfg: PlanConfig, kind: str, n_bytes: float, ranks: int, stride: int, bus: float = 1.0) -> float:
     """Seconds of one collective of ``n_bytes`` (per rank's full buffer) over ``ranks`` ranks ``stride`` apart.
 
@@ -800,14 +800,13 @@ def plan(cfg: PlanConfig) -> Plan:
     dims_of: dict[tuple, ParallelDims] = {}  # a split's dims (one per ZeRO stage), shared by its micro-batch sizes
     base_of: dict[tuple, MemoryConfig] = {}  # a split's memory configuration, validated once (see _vary)
     for dp, tp, pp, cp, ep, v, b in combos:
-        stages_of_zero = [z for z in zeros if dp > 1 or z == min(zeros)]
-        first = stages_of_zero[0]
-        for zero in stages_of_zero:
+        searched = [z for z in zeros if dp > 1 or z == min(zeros)]
+        for zero in searched:
             dims = dims_of.get((dp, tp, pp, cp, ep, v, zero))
             if dims is None:
                 dims = dims_of[dp, tp, pp, cp, ep, v, zero] = ParallelDims(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep,
                                                                            zero=zero, virtual_stages=v)
-            if zero == first:  # the layout's checks (the same for every ZeRO stage)
+            if zero == searched[0]:  # the layout's checks (the same for every ZeRO stage)
                 m, stages = _split(cfg, dims, b)
                 base = base_of.get((dp, tp, pp, cp, ep, v))
                 if base is None:
