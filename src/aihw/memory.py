@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Literal, get_args
 
 from aihw._validate import (
@@ -425,17 +425,58 @@ def estimate(config: MemoryConfig) -> MemoryEstimate:
 def per_device_bytes(config: MemoryConfig) -> float:
     """``estimate(config).per_device_bytes`` (same checks, same number) without the assumption notes.
 
-    For searches that size thousands of layouts (:mod:`aihw.planner`).
+    For searches that size thousands of layouts (:mod:`aihw.planner`): the single-device total, which is only
+    checked here, is computed once for all the ways of splitting the same model and batch.
     """
-    return sum(_checked_components(config)[1].values())
+    per_device = _components(config, split=True)
+    if _finite(per_device) and _total_is_finite(_Unsplit(config)):
+        return sum(per_device.values())
+    return sum(_checked_components(config)[1].values())  # raises, naming the component that overflows
+
+
+# What only says how a model is split over devices: the single-device total (``_components(cfg, split=False)``)
+# never reads these fields (tests/test_memory.py checks it).
+SPLIT_FIELDS = ("zero", "dp", "tp", "pp", "cp", "ep", "virtual_stages", "micro_batches", "schedule", "stage_layers",
+                "sequence_parallel", "zero3_keep_gathered")
+
+
+class _Unsplit:
+    """A MemoryConfig compared and hashed on its fields outside SPLIT_FIELDS: one key per single-device total."""
+
+    __slots__ = ("config", "key")
+
+    def __init__(self, config: MemoryConfig) -> None:
+        self.config = config
+        self.key = tuple(getattr(config, name) for name in _UNSPLIT_FIELDS)
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Unsplit) and self.key == other.key
+
+
+@functools.lru_cache(maxsize=1024)
+def _total_is_finite(unsplit: _Unsplit) -> bool:
+    return _finite(_components(unsplit.config, split=False))
+
+
+def _finite(components: dict[str, float]) -> bool:
+    """Every value a finite number (a quick test; require_finite_result is the full one, naming the culprit)."""
+    try:
+        return all(map(math.isfinite, components.values()))
+    except (OverflowError, TypeError):  # an integer beyond float range, or not a number
+        return False
 
 
 def _checked_components(config: MemoryConfig) -> tuple[dict[str, float], dict[str, float]]:
     total, per_device = _components(config, split=False), _components(config, split=True)
-    # the full check (which names the overflowing component) only when a value is not a finite float
-    if not all(type(v) is float and math.isfinite(v) for d in (total, per_device) for v in d.values()):
+    if not (_finite(total) and _finite(per_device)):
         require_finite_result("memory estimate", {"total": total, "per_device": per_device})
     return total, per_device
+
+
+_UNSPLIT_FIELDS = tuple(f.name for f in fields(MemoryConfig) if f.name not in SPLIT_FIELDS)
 
 
 def estimate_memory(model: ModelShape | str | None = None, **kwargs) -> MemoryEstimate:
