@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from dataclasses import asdict, dataclass, field, fields
 from typing import Literal, get_args
 
@@ -447,7 +448,7 @@ class _Unsplit:
 
     def __init__(self, config: MemoryConfig) -> None:
         self.config = config
-        self.key = tuple(getattr(config, name) for name in _UNSPLIT_FIELDS)
+        self.key = _unsplit_fields(config)
 
     def __hash__(self) -> int:
         return hash(self.key)
@@ -476,7 +477,7 @@ def _checked_components(config: MemoryConfig) -> tuple[dict[str, float], dict[st
     return total, per_device
 
 
-_UNSPLIT_FIELDS = tuple(f.name for f in fields(MemoryConfig) if f.name not in SPLIT_FIELDS)
+_unsplit_fields = operator.attrgetter(*(f.name for f in fields(MemoryConfig) if f.name not in SPLIT_FIELDS))
 
 
 def estimate_memory(model: ModelShape | str | None = None, **kwargs) -> MemoryEstimate:
