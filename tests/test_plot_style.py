@@ -34,6 +34,7 @@ def _figures():
          for t in (False, True) for s in (0.5, 0.9)], baseline=ci)
     yield "distillation bands", cheaper.plot_distillation(
         [{"temperature": t, "ci": mean_ci95([0.9, 0.92 + t / 100])} for t in (1.0, 4.0)], control=ci, teacher=0.97)
+    yield "accuracy bars with intervals", cheaper.plot_accuracy_bars({"alone": ci, "distilled": 0.96})
     yield "paired differences", cheaper.plot_paired_differences(
         [{"scheme": "int8", "vs_fp32": mean_ci95([0.001, -0.002, 0.0])},
          {"scheme": "int2", "vs_fp32": mean_ci95([-0.06, -0.07, -0.05])}])

@@ -143,6 +143,12 @@ def plot_sparsity_curves(rows: Sequence[Mapping], *, baseline, ax=None):
     return fig
 
 
+def _short_scheme(label: str) -> str:
+    """A scheme label short enough for a tick: 'int4 per-channel(axis=0) sym' -> 'int4 per-channel sym',
+    'W8A8: int8 weights + ...' -> 'W8A8'."""
+    return label.split(":")[0].replace("per-channel(axis=0)", "per-channel")
+
+
 @styled
 def plot_paired_differences(rows: Sequence[Mapping], *, key: str = "vs_fp32", xlabel: str = "", title: str = "",
                             ax=None):
@@ -150,7 +156,7 @@ def plot_paired_differences(rows: Sequence[Mapping], *, key: str = "vs_fp32", xl
     accuracy points and its 95% interval as a horizontal bar; the dashed line is zero. A bar that crosses it
     is a difference inside the noise."""
     fig, ax = _axes(ax, (COLUMN_WIDTH_IN, 0.8 + 0.42 * len(rows)))
-    names = [r.get("scheme", r.get("name", "")) for r in rows]
+    names = [_short_scheme(r.get("scheme", r.get("name", ""))) for r in rows]
     mean, low, high = (np.array(v) for v in zip(*(_mean_low_high(r[key]) for r in rows), strict=True))
     y = np.arange(len(rows))
     clear = (low > 0) | (high < 0)
@@ -202,14 +208,18 @@ def plot_distillation(rows: Sequence[Mapping], *, control, teacher, ax=None):
 
 
 @styled
-def plot_accuracy_bars(accuracies: Mapping[str, float], *, title: str = "", ax=None):
-    """Test accuracy (%) of a few named models as horizontal bars, the value printed on each."""
+def plot_accuracy_bars(accuracies: Mapping[str, object], *, title: str = "", ax=None):
+    """Test accuracy (%) of a few named models as horizontal bars, the value printed on each. A value may be a
+    number or an interval (.mean/.low/.high, e.g. :class:`aihw.stats.Interval`): the bar is the mean and an error
+    bar the 95% interval."""
     fig, ax = _axes(ax, (COLUMN_WIDTH_IN, 2.8))
     names = list(accuracies)
-    vals = [100 * accuracies[n] for n in names]
-    bars = ax.barh(np.arange(len(names)), vals, color="#8172b2")
-    for bar, v in zip(bars, vals, strict=True):
-        ax.annotate(f"{v:.1f}%", (bar.get_width(), bar.get_y() + bar.get_height() / 2), xytext=(4, 0),
+    mean, low, high = (np.array(v) for v in zip(*(_mean_low_high(accuracies[n]) for n in names), strict=True))
+    bars = ax.barh(np.arange(len(names)), mean, color="#8172b2")
+    if np.any(high > low):
+        ax.errorbar(mean, np.arange(len(names)), xerr=[mean - low, high - mean], fmt="none", ecolor="k", capsize=3)
+    for bar, v, hi in zip(bars, mean, high, strict=True):
+        ax.annotate(f"{v:.1f}%", (hi, bar.get_y() + bar.get_height() / 2), xytext=(6, 0),
                     textcoords="offset points", va="center", fontsize="small")
     ax.set_yticks(np.arange(len(names)), names, fontsize="small")
     ax.invert_yaxis()
