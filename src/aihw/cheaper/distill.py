@@ -116,7 +116,7 @@ def temperature_sweep(teacher: nn.Module, data: Digits, temperatures: tuple[floa
 def temperature_sweep_seeds(teacher: nn.Module, data: Digits,
                             temperatures: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0),
                             config: DistillConfig = DistillConfig(), *, seeds: tuple[int, ...] = (0, 1, 2, 3, 4),
-                            cache_dir: str | Path | None = None) -> dict:
+                            cache_dir: str | Path | None = None, threads: int | None = 1) -> dict:
     """:func:`temperature_sweep` over ``seeds``, with the control (the student trained alone) at each seed.
 
     Each seed fixes the student's initialisation and batch order for the control and for every temperature, so
@@ -124,11 +124,12 @@ def temperature_sweep_seeds(teacher: nn.Module, data: Digits,
     control's test accuracy per seed), ``alone_ci`` and ``rows``: one per temperature with ``accuracies`` (per
     seed), ``ci`` (mean and 95% interval) and ``vs_alone`` (paired interval of distilled − alone). The
     accuracies are cached as JSON under ``cache_dir`` (None: ``default_cache_dir()``), keyed by the teacher's
-    weights, the data, the config, the temperatures and the seeds.
+    weights, the data, the config, the temperatures and the seeds. ``threads``: torch intra-op threads
+    (:func:`aihw.models.digits.torch_threads`).
     """
     from dataclasses import asdict, replace
 
-    from aihw.models.digits import cached_json, data_fingerprint
+    from aihw.models.digits import cached_json, data_fingerprint, torch_threads
     from aihw.stats import mean_ci95, paired_difference_ci95
 
     if len(seeds) < 2 or len(set(seeds)) != len(seeds):
@@ -139,6 +140,10 @@ def temperature_sweep_seeds(teacher: nn.Module, data: Digits,
             "temperatures": [float(t) for t in temperatures], "seeds": list(seeds)}
 
     def run() -> dict:
+        with torch_threads(threads):
+            return _run()
+
+    def _run() -> dict:
         test = (data.x_test, data.y_test)
         alone = [accuracy(train_student_alone(data, replace(config, seed=s)), *test) for s in seeds]
         rows = [{"temperature": float(t), "accuracies": [

@@ -166,7 +166,8 @@ DYNAMIC_INT8_LABEL = "int8 dynamic (real kernels)"
 
 def scheme_accuracies_seeds(config: TrainConfig, data: Digits, schemes: Iterable[QuantScheme], *,
                             seeds: tuple[int, ...] = (0, 1, 2, 3, 4), w8a8: bool = True, dynamic: bool = True,
-                            calibration_images: int = 256, cache_dir: str | Path | None = None) -> dict:
+                            calibration_images: int = 256, cache_dir: str | Path | None = None,
+                            threads: int | None = 1) -> dict:
     """:func:`scheme_accuracies` over ``seeds``: one base model per seed (``config`` with that seed, trained once
     and cached under ``cache_dir`` by :func:`aihw.models.digits.trained_mlps`), quantized with each scheme.
 
@@ -176,11 +177,20 @@ def scheme_accuracies_seeds(config: TrainConfig, data: Digits, schemes: Iterable
     accuracies, one per seed), ``fp32_ci`` and ``rows``: scheme, bits, size_bytes, ``accuracies`` (per seed),
     ``ci`` (mean and 95% interval) and ``vs_fp32`` (paired interval of quantized − fp32, seed by seed: the same
     model before and after rounding). Rounding takes milliseconds, so only the trained weights are cached.
+    ``threads``: torch intra-op threads for the whole run (:func:`aihw.models.digits.torch_threads`; one thread
+    is many times faster for these small matrices on a busy machine).
     """
+    from aihw.models.digits import torch_threads
+
+    with torch_threads(threads):
+        return _scheme_accuracies_seeds(config, data, list(schemes), seeds, w8a8, dynamic, calibration_images,
+                                        cache_dir)
+
+
+def _scheme_accuracies_seeds(config, data, schemes, seeds, w8a8, dynamic, calibration_images, cache_dir) -> dict:
     from aihw.models.digits import trained_mlps
     from aihw.stats import mean_ci95, paired_difference_ci95
 
-    schemes = list(schemes)
     require_positive("calibration_images", calibration_images, integer=True)
     models, _ = trained_mlps(config, seeds, data=data, cache_dir=cache_dir)
     test = (data.x_test, data.y_test)
