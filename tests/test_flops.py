@@ -43,3 +43,16 @@ def test_bad_sequence_length_is_one_clear_error(bad):
         forward_flops_per_token(LONG, bad)
     with pytest.raises(ValueError, match="recompute"):
         flops_per_token(LONG, 8, recompute="sometimes")
+
+
+@pytest.mark.parametrize("hidden,layers,heads,published", [(12288, 96, 96, 2.7), (20480, 105, 128, 1.6)])
+def test_selective_recompute_reproduces_korthikanti_figures(hidden, layers, heads, published):
+    """Korthikanti et al. 2022 quote 2.7% (GPT-3) and 1.6% (MT-NLG): s/(6h+s) of the forward pass."""
+    from aihw.validation import megatron_gpt
+
+    shape = megatron_gpt("m", hidden, layers, heads)
+    fwd = forward_flops_per_token(shape, 2048)
+    assert round(100 * fwd.attention / fwd.forward, 1) == published
+    assert fwd.attention / fwd.forward == pytest.approx(2048 / (6 * hidden + 2048), rel=0.02)
+    extra = flops_per_token(shape, 2048, recompute="selective") - flops_per_token(shape, 2048)
+    assert extra == pytest.approx(fwd.attention)  # one more pass of the attention core per token

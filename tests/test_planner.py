@@ -180,20 +180,31 @@ def test_cli_json_and_errors(capsys, tmp_path):
                                                                         "64"),
                        (["--cp", "3", "--seq", "4096"], "cp=3"), (["--ep", "2"], "mixture-of-experts"),
                        (["--model", str(bad_file)], "top_k=3"),
-                       (["--nodes", "1000000", "--chips-per-node", "1000000"], "at most")):
+                       (["--nodes", "1000000", "--chips-per-node", "1000000"], "at most"),
+                       (["--chip", "TPU v5p", "--network", "ndr"], "joins GPU nodes"),
+                       (["--network", "dcn"], "joins TPU slices")):
         assert main(["plan", *bad]) == 2
         err = capsys.readouterr().err
         assert err.startswith("aihw: error:") and words in err and err.count("\n") == 1
 
 
 @pytest.mark.parametrize("cluster", [Cluster(chip="B200", chips_per_node=72, nodes=2),  # NVL72 racks
-                                     Cluster(chip="TPU v5p", chips_per_node=64, nodes=2, network="ndr"),
+                                     Cluster(chip="TPU v5p", chips_per_node=64, nodes=2),  # slices on DCN
                                      Cluster(chips_per_node=8, nodes=4, network="omni-path"),
                                      Cluster(chips_per_node=8, nodes=4, network="roce", nvls=True)])
 def test_cluster_kinds_plan(cluster):
     result = plan(PlanConfig(model="llama-2-13b", cluster=cluster, global_batch=576, seq=4096,
                              zero_stages=(1, 3), recompute=("none", "full")))
     assert result.best is not None and result.best.dims.devices == cluster.devices
+
+
+def test_tpu_slices_join_over_dcn_and_one_node_prints_no_network(capsys):
+    assert Cluster(chip="TPU v5p", chips_per_node=64, nodes=2).network == "TPU data-center network (DCN)"
+    assert Cluster(chip="H100 SXM").network == "InfiniBand NDR"
+    assert main(["plan", "--chip", "TPU v5p", "--chips-per-node", "64", "--nodes", "1", "--global-batch", "64",
+                 "--top", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "one node, no network" in out and "InfiniBand" not in out and "DCN" not in out
 
 
 def test_nvls_speeds_up_tensor_parallel_all_reduce():

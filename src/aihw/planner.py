@@ -104,6 +104,9 @@ STEP_OVERHEAD = 0.11
 BAND = {"low": {"gemm": 0.92, "bus": 0.75, "overlap": False}, "high": {"gemm": 1.04, "bus": 1.1, "overlap": True}}
 
 
+DEFAULT_NETWORK = {"gpu": "InfiniBand NDR", "tpu": "TPU data-center network (DCN)"}  # Cluster(network="auto")
+
+
 @dataclass(frozen=True)
 class Cluster:
     """Identical nodes of ``chips_per_node`` catalogue chips joined by one ``network`` port per chip.
@@ -115,7 +118,8 @@ class Cluster:
     chip: str = "H100 SXM"  # catalogue name; its interconnect (NVLink, ICI, ...) links chips inside a node
     chips_per_node: int = 8
     nodes: int = 4
-    network: str = "InfiniBand NDR"  # inter-node port per chip, from data/networks.toml
+    network: str = "auto"  # inter-node port per chip (data/networks.toml); "auto": InfiniBand NDR for GPUs,
+    #   the TPU data-center network (DCN) for TPU slices
     intra_alpha_s: float = cc.DEFAULT_CHIP_ALPHA_S  # assumed start-up latency per message, seconds
     inter_alpha_s: float = cc.DEFAULT_NETWORK_ALPHA_S
     nvls: bool = False  # NVLink SHARP (in-switch reduction) for all-reduces inside a node
@@ -127,8 +131,18 @@ class Cluster:
             raise ValueError(f"nodes x chips_per_node = {self.nodes} x {self.chips_per_node} = "
                              f"{self.nodes * self.chips_per_node:,} chips; the planner handles at most "
                              f"{MAX_DEVICES:,}")
-        object.__setattr__(self, "chip", get_chip(self.chip).name)
-        object.__setattr__(self, "network", get_network(self.network).name)
+        chip = get_chip(self.chip)
+        object.__setattr__(self, "chip", chip.name)
+        joins = "tpu" if chip.kind == "tpu" else "gpu"
+        if str(self.network).strip().lower() == "auto":
+            object.__setattr__(self, "network", DEFAULT_NETWORK[joins])
+        network = get_network(self.network)
+        if network.joins != joins:
+            what = {"gpu": "GPU nodes", "tpu": "TPU slices"}
+            raise ValueError(f"network {network.name!r} joins {what[network.joins]}, but {chip.name} is a "
+                             f"{joins.upper()}: use --network auto ({DEFAULT_NETWORK[joins]}) or another network "
+                             f"that joins {what[joins]}")
+        object.__setattr__(self, "network", network.name)
         require_in_range("intra_alpha_s", self.intra_alpha_s, 0, 1)
         require_in_range("inter_alpha_s", self.inter_alpha_s, 0, 1)
 
@@ -686,9 +700,10 @@ def _assumptions(cfg: PlanConfig) -> tuple[str, ...]:
         + (f" (fused kernels at {ATTENTION_TO_GEMM:.2f} x the matmul fraction: FlashAttention-2's 50-73% on A100)"
            if cfg.attention == "fused" else " (scores written to memory; softmax at HBM bandwidth)") + ".",
         f"Inside a node: {intra.name}, {intra.bandwidth_bytes_per_s / 1e9:,.0f} GB/s per direction per chip at "
-        f"{eff.intra_bus:.0%} achieved{' (NVLink SHARP all-reduce)' if cl.nvls else ''}; between nodes: "
-        f"{inter.name}, {inter.bandwidth_bytes_per_s / 1e9:,.0f} GB/s per direction per chip at "
-        f"{eff.inter_bus:.0%} achieved (nccl-tests bus bandwidth, assumed shares).",
+        f"{eff.intra_bus:.0%} achieved{' (NVLink SHARP all-reduce)' if cl.nvls else ''}"
+        + (f"; between nodes: {inter.name}, {inter.bandwidth_bytes_per_s / 1e9:,.0f} GB/s per direction per chip at "
+           f"{eff.inter_bus:.0%} achieved (nccl-tests bus bandwidth, assumed shares)." if cl.nodes > 1 else
+           " (nccl-tests bus bandwidth, assumed share); one node, so no network between nodes."),
         "Ranks ordered TP, CP, DP (EP inside DP x CP), PP; collectives hierarchical across nodes.",
         "1F1B (interleaved when virtual stages > 1): bubble (p-1)/v slowest-stage micro-batch times; layers split "
         "as real runs split them (remainder on the middle stages, embedding/head stages lighter).",

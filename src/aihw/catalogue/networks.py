@@ -1,7 +1,8 @@
-"""Inter-node networks (InfiniBand, Ethernet): per-port bandwidth from ``data/networks.toml`` (standard library).
+"""Inter-node networks (InfiniBand, Ethernet, TPU DCN): per-port bandwidth from ``data/networks.toml`` (stdlib).
 
 Same figure conventions and parser (:mod:`aihw.catalogue.figures`) as the hardware catalogue: every figure has value,
-unit, source URL and date read, and is converted to bytes/s at load time. Figures are per port and per direction.
+unit, source URL and date read, and is converted to bytes/s at load time. Figures are per port (or per chip, where
+a source prints that) and per direction. ``joins`` says which nodes a network joins: GPU nodes or TPU slices.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from aihw.catalogue import figures
 
 _CATALOGUE = "network catalogue"
 _BANDWIDTH_KEYS = figures.FIGURE_KEYS | {"direction", "scope"}
-_NETWORK_KEYS = {"key", "name", "aliases", "bandwidth"}
+_NETWORK_KEYS = {"key", "name", "aliases", "bandwidth", "joins"}
+JOINS = ("gpu", "tpu")
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,7 @@ class Network:
     name: str
     aliases: tuple[str, ...]
     bandwidth: figures.Figure  # bytes/s, per port, per direction
+    joins: str = "gpu"  # "gpu": nodes of GPUs (InfiniBand, Ethernet); "tpu": TPU slices (Google's DCN)
 
     @property
     def bandwidth_bytes_per_s(self) -> float:
@@ -43,13 +46,17 @@ def _parse_network(index: int, raw: object, sources: dict[str, str]) -> Network:
         if field not in raw:
             raise figures.catalogue_error(_CATALOGUE, where, f"missing '{field}'")
     bw = figures.check_keys(f"{where}.bandwidth", raw["bandwidth"], _BANDWIDTH_KEYS, catalogue=_CATALOGUE)
-    if bw.get("direction") != "per-direction" or bw.get("scope") != "port":
+    if bw.get("direction") != "per-direction" or bw.get("scope") not in ("port", "chip"):
         raise figures.catalogue_error(_CATALOGUE, f"{where}.bandwidth",
                                       "figures must be direction = 'per-direction', "
-                                      f"scope = 'port', got {bw.get('direction')!r}, {bw.get('scope')!r}")
+                                      f"scope = 'port' or 'chip', got {bw.get('direction')!r}, {bw.get('scope')!r}")
+    joins = raw.get("joins", "gpu")
+    if joins not in JOINS:
+        raise figures.catalogue_error(_CATALOGUE, f"{where}.joins", f"must be one of {', '.join(JOINS)}, got {joins!r}")
     figure = figures.parse_figure(f"{where}.bandwidth", bw, sources, ("bytes/s",), _BANDWIDTH_KEYS,
                                   catalogue=_CATALOGUE)
-    return Network(str(raw["key"]), str(raw["name"]), tuple(str(a) for a in raw.get("aliases", [])), figure)
+    return Network(str(raw["key"]), str(raw["name"]), tuple(str(a) for a in raw.get("aliases", [])), figure,
+                   str(joins))
 
 
 def parse_networks(data: dict) -> tuple[Network, ...]:

@@ -22,7 +22,9 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--chips-per-node", type=A.positive_int, default=8,
                         help="chips joined by the chip's interconnect (8: HGX node, 72: NVL72 rack, a TPU slice)")
     parser.add_argument("--nodes", type=A.positive_int, default=4, help="number of nodes")
-    parser.add_argument("--network", default="InfiniBand NDR", help="inter-node port per chip (data/networks.toml)")
+    parser.add_argument("--network", default="auto",
+                        help="inter-node port per chip (data/networks.toml); auto: InfiniBand NDR between GPU nodes, "
+                             "the data-center network (DCN) between TPU slices")
     parser.add_argument("--nvls", action="store_true", help="NVLink SHARP all-reduces inside a node")
     parser.add_argument("--global-batch", type=A.positive_int, default=512, help="sequences per optimizer step")
     parser.add_argument("--seq", type=A.positive_int, default=None, help="tokens per sequence (default: model context)")
@@ -86,7 +88,9 @@ def _table(result: dict) -> str:
     head = (f"{'#':>3} {'DP':>5} {'TP':>3} {'PP':>3} {'CP':>3} {'EP':>3} {'v':>2} {'Z':>2} {'recomp':>9} {'b':>2} "
             f"{'m':>5} {'GB/chip':>8} {'step s':>8} " + " ".join(f"{t[:7]:>7}" for t in TERMS) + f" {'MFU':>5}")
     lines = [f"{result['model']} on {result['cluster']['nodes']} x {result['cluster']['chips_per_node']} "
-             f"{result['cluster']['chip']} ({result['cluster']['network']} between nodes); global batch "
+             f"{result['cluster']['chip']} ("
+             + (f"{result['cluster']['network']} between nodes" if result['cluster']['nodes'] > 1
+                else "one node, no network") + "); global batch "
              f"{result['global_batch']} x {result['seq']} tokens; attention {result['attention']}", head,
              "-" * len(head)]
     for i, r in enumerate(result["ranked"], 1):
