@@ -76,31 +76,45 @@ def bench_bubble(schedule: str, width: int, micro_batch_size: int, steps: int) -
                   f"sim(cpu t) {_span(ratios, 1)}")
 
 
-def bench_torch_pipelining(width: int, micro_batch_size: int, repeats: int = 3) -> None:
-    """aihw's schedules and torch.distributed.pipelining's on the same stages, interleaved in ONE launch and
-    repeated, so drift of a shared machine's load hits both sides alike; prints every repeat and the load."""
+def bench_torch_pipelining(width: int, micro_batch_size: int, repeats: int = 10) -> None:
+    """aihw's schedules and torch.distributed.pipelining's on the same stages (p=2, m=4, gloo), in ONE launch:
+    each repeat runs the four (schedule x implementation) steps back to back, alternating which implementation
+    goes first, so drift of a shared machine's load hits both sides alike. Prints every pair, the load average,
+    each side's CPU/wall share, and the mean ratio aihw / torch with its 95% interval (aihw.stats.mean_ci95)."""
     from aihw.parallel.launch import run
     from aihw.parallel.pipeline import pipeline_worker
+    from aihw.stats import mean_ci95
 
     model = TinyGPTConfig(width=width, depth=6, heads=4, seq_len=128)
     cfgs = {s: PipelineConfig(model=model, micro_batches=4, micro_batch_size=micro_batch_size, schedule=s)
             for s in ("gpipe", "1f1b")}
-    jobs = [job for _ in range(repeats) for s in cfgs
-            for job in ((pipeline_worker, [cfgs[s]]), (torch_pipelining_worker, cfgs[s]))]
-    print(f"\naihw schedules vs torch.distributed.pipelining (p=2, m=4, gloo), fastest of 3 steps, {repeats} "
-          f"repeats; load avg before: {_load()}")
-    results = run(tuple(jobs), world_size=2, backend="gloo", timeout_s=1800)
-    ratios: dict[str, list[float]] = {"gpipe": [], "1f1b": []}
-    for i in range(0, len(jobs), 2):
-        schedule = jobs[i + 1][1].schedule
-        ours = summary([r[0] for r in results[i]])
-        theirs = max(r["step_s"] for r in results[i + 1])
-        ratios[schedule].append(ours["step_s"] / theirs)
-        print(f"  {schedule:>5}: aihw {1e3 * ours['step_s']:.1f} ms (cpu/wall {ours['cpu_per_wall']:.2f}), "
-              f"torch.distributed.pipelining {1e3 * theirs:.1f} ms, ratio {ratios[schedule][-1]:.2f}")
-    for schedule, values in ratios.items():
-        print(f"  {schedule}: aihw / torch over repeats {min(values):.2f}..{max(values):.2f}; load avg after: "
-              f"{_load()} (cpu/wall well below 1 means the ranks waited for a core: the ratio is then noise)")
+    jobs: list[tuple] = []
+    for i in range(repeats):
+        for s in (("1f1b", "gpipe") if i % 2 == 0 else ("gpipe", "1f1b")):
+            pair = [(pipeline_worker, [cfgs[s]]), (torch_pipelining_worker, cfgs[s])]
+            jobs += pair if i % 2 == 0 else pair[::-1]
+    print(f"\naihw schedules vs torch.distributed.pipelining (p=2, m=4, micro-batch {micro_batch_size}, gloo, "
+          f"1 thread per rank), fastest of 3 steps per run, {repeats} interleaved repeats; load avg before: "
+          f"{_load()}")
+    results = run(tuple(jobs), world_size=2, backend="gloo", timeout_s=3600)
+    ours: dict[str, list[float]] = {"gpipe": [], "1f1b": []}
+    theirs: dict[str, list[float]] = {"gpipe": [], "1f1b": []}
+    cpu: dict[str, list[float]] = {"gpipe": [], "1f1b": []}
+    for (fn, arg), out in zip(jobs, results, strict=True):
+        if fn is pipeline_worker:
+            s = summary([r[0] for r in out])
+            ours[arg[0].schedule].append(s["step_s"])
+            cpu[arg[0].schedule].append(s["cpu_per_wall"])
+        else:
+            theirs[arg.schedule].append(max(r["step_s"] for r in out))
+    for schedule in ("1f1b", "gpipe"):
+        ratios = [a / b for a, b in zip(ours[schedule], theirs[schedule], strict=True)]
+        print(f"  {schedule:>5}: aihw ms {' '.join(f'{1e3 * t:.0f}' for t in ours[schedule])}")
+        print(f"  {'':>5}  torch ms {' '.join(f'{1e3 * t:.0f}' for t in theirs[schedule])}")
+        print(f"  {schedule:>5}: aihw / torch = {mean_ci95(ratios)}; aihw cpu/wall "
+              f"{min(cpu[schedule]):.2f}..{max(cpu[schedule]):.2f}")
+    print(f"  load avg after: {_load()} (cpu/wall well below 1: the ranks waited for a core; an interval that "
+          "contains 1 is no evidence of a difference)")
 
 
 def bench_lab() -> None:
@@ -121,10 +135,14 @@ if __name__ == "__main__":
     # are a few per cent of a step (with 2, they add 10-50% to the bubble; try --micro-batch-size 2 to see it).
     parser.add_argument("--micro-batch-size", type=int, default=8)
     parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=10, help="interleaved aihw/torch pairs per schedule")
+    parser.add_argument("--only-torch", action="store_true", help="only the aihw vs torch.distributed.pipelining "
+                                                                   "comparison")
     parser.add_argument("--skip-lab", action="store_true")
     args = parser.parse_args()
-    for name in (("gpipe", "1f1b") if args.schedule == "both" else (args.schedule,)):
-        bench_bubble(name, args.width, args.micro_batch_size, args.steps)
-    bench_torch_pipelining(args.width, args.micro_batch_size)
-    if not args.skip_lab:
+    if not args.only_torch:
+        for name in (("gpipe", "1f1b") if args.schedule == "both" else (args.schedule,)):
+            bench_bubble(name, args.width, args.micro_batch_size, args.steps)
+    bench_torch_pipelining(args.width, args.micro_batch_size, args.repeats)
+    if not args.skip_lab and not args.only_torch:
         bench_lab()

@@ -37,3 +37,19 @@ def test_widgets_show_errors_inline():
     nodes.value = 2
     assert plan.children[1].value == "" and "<table>" in plan.children[2].value
     assert model_parallel_lab.pipeline_panel().children[2].description == "Run"
+
+
+def test_published_run_view_starts_from_the_runs_own_implementation():
+    from aihw import validation
+    from aihw.widgets import planning_lab
+
+    name = "GPT-3 175B ZeRO-3, 1536 GPUs"
+    own, _ = planning_lab.published_run_view(name)
+    assert own["ratio"] == pytest.approx(validation.compare(next(r for r in validation.RUNS if r.name == name))["ratio"])
+    hierarchical, _ = planning_lab.published_run_view(name, flat_collectives=False)
+    assert hierarchical["ratio"] > 1.5 * own["ratio"]  # NCCL-style rings would hide DeepSpeed's traffic
+    box = planning_lab.published_run_widget(name)
+    dropdown, _, _, flat = box.children[:4]
+    assert flat.value is True
+    dropdown.value = "GPT-3 175B PTD-P, 1536 GPUs"
+    assert flat.value is False  # a Megatron-LM run: the planner's hierarchical collectives

@@ -22,7 +22,12 @@ For every layout that uses all the chips (:class:`aihw.parallel_dims.ParallelDim
      hidden behind the attention compute when shorter; EP: 4 all-to-alls per MoE layer and micro-batch; PP:
      one activation and one gradient per micro-batch and chunk; DP: the gradient reduce-scatter/all-gather,
      overlapped with the last micro-batch's backward pass; ZeRO-3: parameters gathered in every micro-batch's
-     forward and backward (once per step with ``zero3_keep_gathered``), overlapped with compute.
+     forward and backward (once per step with ``zero3_keep_gathered``; a third time for the recomputed forward
+     with ``Efficiency.zero3_regather_recompute``, as DeepSpeed does), overlapped with compute, and the gradient
+     reduce-scatter overlapped too unless ``Efficiency.zero3_overlap_reduce`` is off.
+
+   Fused attention's backward is 2.5 x its forward (it recomputes the scores); element-wise work is counted for
+   fused kernels, or kernel by kernel for eager PyTorch (``PlanConfig.elementwise``).
 
 3. ranks the fitting layouts by step time and says why the winner wins, with an uncertainty band: the same
    step with every efficiency at its pessimistic and optimistic value (:data:`BAND`).
@@ -73,6 +78,10 @@ GEMM_FRACTION: dict[str, float] = {
 # The midpoint, 61.5%, is 0.72 of the matmul fraction; that ratio is applied on every chip (an assumption
 # beyond A100).
 ATTENTION_TO_GEMM = 0.615 / 0.859
+# FlashAttention's backward pass recomputes the scores S = Q K^T (it never stored them) and then runs dV = P^T dO,
+# dP = dO V^T, dQ = dS K, dK = dS^T Q: 5 matmuls of the forward's 2 (Dao et al. 2022, arXiv:2205.14135,
+# Algorithm 4 (backward pass), read 2026-12-01), so fused attention's backward costs 2.5 x its forward.
+FUSED_ATTENTION_BACKWARD = 2.5
 DEFAULT_GEMM_FRACTION = 0.80  # assumption for chips without a published MAMF figure (B200, TPUs, ...)
 GEMM_SOURCE = "https://github.com/stas00/ml-engineering/blob/master/compute/accelerator/README.md"
 
@@ -94,6 +103,38 @@ NVLS_SPEEDUP = 1.3
 # dropout: read + write), at 2 bytes.
 ELEMENTWISE_H = 12
 EAGER_SCORE_PASSES = 4
+ELEMENTWISE = ("fused", "eager")
+
+
+def eager_elementwise_bytes(model: ModelShape) -> tuple[float, float]:
+    """HBM bytes per token per layer (forward, backward) of a Llama block's element-wise work in eager PyTorch.
+
+    Counted kernel by kernel from torchtitan's Llama code (``torchtitan/models/norms.py`` RMSNorm and
+    ``torchtitan/models/llama/model.py``, read 2026-12-01; its 64-A100 presets set ``norm_type = "rmsnorm"`` and
+    ``compile = false``), bf16 activations, each kernel reading its inputs and writing its output once:
+
+    * RMSNorm ``(x.float() * rsqrt(x.pow(2).mean(-1) + eps)).type_as(x) * w``: upcast 2+4, pow 4+4, mean 4,
+      multiply 4+4, downcast 4+2, weight 2+2 = 36 bytes per element forward; autograd's backward through the
+      same graph ~64 (two of them per layer; the fused kernel moves 4 and 6);
+    * rotary embedding through complex fp32 (upcast, complex multiply, downcast) on Q and K: 20 bytes per
+      element each way; ``repeat_kv``'s expand + reshape copies K and V to every query head (GQA only): 2 x 2
+      bytes per element of (kv + h) each way; the attention output's ``transpose().contiguous()``: 4 per element
+      of h each way;
+    * SwiGLU ``silu(w1 x) * w3 x`` in two kernels: 4 + 6 = 10 bytes per element of the MLP width forward, ~16
+      backward (a plain GELU: 4 and 6); two residual adds: 6 bytes per element of h each way.
+
+    The fused count the planner uses otherwise is ``ELEMENTWISE_H`` values per element of h plus 3 per element
+    of the MLP width forward, twice that backward.
+    """
+    h, kv, f = model.hidden, model.kv_dim, model.ffn_dim
+    rms = model.norm == "rmsnorm"
+    norm_f, norm_b = (36, 64) if rms else (4, 8)
+    rotary = 0 if model.learned_positions else 20 * (h + kv)
+    repeat = 4 * (h + kv) if model.n_kv_heads != model.heads else 0
+    mlp_f, mlp_b = (10, 16) if model.gated_mlp else (4, 6)
+    fwd = 2 * norm_f * h + rotary + repeat + 4 * h + mlp_f * f + 2 * 6 * h
+    bwd = 2 * norm_b * h + rotary + repeat + 4 * h + mlp_b * f + 2 * 6 * h
+    return float(fwd), float(bwd)
 
 # The one fitted constant: share of the step lost to what the model does not count (kernel launch gaps,
 # optimizer step, data loading, synchronisation). Fitted once by least squares on log(predicted/published) over
@@ -177,6 +218,9 @@ class Efficiency:
     overlap: bool = True  # DP gradients, ZeRO-3 gathers and CP passes overlap compute where they can
     flat_collectives: bool = False  # collectives spanning nodes as one flat ring whose every byte crosses the
     #   network port (no NVLink stage): what DeepSpeed's 2021 ZeRO-3 runs look like (aihw.validation)
+    zero3_regather_recompute: bool = False  # ZeRO-3 gathers the parameters again for the recomputed forward
+    #   (DeepSpeed's per-module hooks fire on every forward); FSDP keeps them gathered through the block's backward
+    zero3_overlap_reduce: bool = True  # the gradient reduce-scatter overlaps the backward pass
     step_overhead: float = STEP_OVERHEAD
 
     def __post_init__(self) -> None:
@@ -202,6 +246,7 @@ class PlanConfig:
     zero_stages: tuple[int, ...] = (0, 1, 2, 3)
     recompute: tuple[str, ...] = RECOMPUTE
     attention: str = "fused"  # "fused" (FlashAttention: no s x s scores stored) or "eager"
+    elementwise: str = "fused"  # "fused" (Megatron-style kernels) or "eager" (PyTorch ops one by one)
     sequence_parallel: bool = True  # Megatron sequence parallelism alongside TP
     memory_fraction: float = 0.9  # usable share of each chip's memory (the rest: framework, fragmentation)
     tp: int | None = None
@@ -228,6 +273,7 @@ class PlanConfig:
             raise ValueError(f"precision {self.precision!r}: the planner trains in fp32, tf32, bf16 or fp16")
         require_choice("grad_precision", self.grad_precision, ("fp32", "param"))
         require_choice("attention", self.attention, ATTENTION)
+        require_choice("elementwise", self.elementwise, ELEMENTWISE)
         require_choice("schedule", self.schedule, ("1f1b", "gpipe"))
         if self.schedule == "gpipe" and self.virtual_stages not in (None, 1):
             raise ValueError(f"virtual_stages={self.virtual_stages} is the interleaved 1F1B schedule; "
@@ -358,6 +404,15 @@ def _chip(cfg: PlanConfig, scale: float = 1.0) -> _Chip:
     return _Chip(chip.peak_flops(cfg.precision), chip.bandwidth_bytes_per_s, min(1.0, frac * scale))
 
 
+def attention_backward_factor(attention: str) -> float:
+    """Backward attention matmul time over forward: 2 for eager attention (dV, dP, dQ, dK), 2.5 when fused.
+
+    A fused (FlashAttention) kernel keeps no s x s scores, so its backward recomputes S = Q K^T before the four
+    gradient matmuls: 5 matmuls of the forward's size against the forward's 2 (Dao et al. 2022, Algorithm 4).
+    """
+    return FUSED_ATTENTION_BACKWARD if attention == "fused" else 2.0
+
+
 def gemm_seconds(m: float, n: float, k: float, *, peak: float, hbm: float, fraction: float,
                  bytes_per_value: float = 2) -> float:
     """Roofline time of an (m x k) @ (k x n) matmul: max(FLOPs at fraction x peak, bytes at HBM bandwidth)."""
@@ -395,9 +450,15 @@ def _layer_seconds(cfg: PlanConfig, ch: _Chip, tp: int, cp: int, ep: int, b: int
         attn = heads * (g(q, s, hd) + g(q, hd, s))
         score_bytes = EAGER_SCORE_PASSES * 2 * heads * q * s * bpv
     sp = tp if cfg.sequence_parallel else 1
-    elementwise = (ELEMENTWISE_H * h * t * bpv / sp + 3 * act_width * t * bpv / tp + score_bytes) / ch.hbm
+    if cfg.elementwise == "eager":  # kernel by kernel (eager_elementwise_bytes); split over TP like the weights
+        fwd_bytes, bwd_bytes = eager_elementwise_bytes(mdl)
+        elementwise = (fwd_bytes * t / tp + score_bytes) / ch.hbm
+        elementwise_bwd = (bwd_bytes * t / tp + 2 * score_bytes) / ch.hbm
+    else:
+        elementwise = (ELEMENTWISE_H * h * t * bpv / sp + 3 * act_width * t * bpv / tp + score_bytes) / ch.hbm
+        elementwise_bwd = 2 * elementwise
     forward = dense + attn + elementwise
-    backward = 2 * (dense + attn) + 2 * elementwise
+    backward = 2 * dense + attention_backward_factor(cfg.attention) * attn + elementwise_bwd
     extra = {"none": 0.0, "selective": attn + score_bytes / ch.hbm, "full": forward}[recompute]
     return forward, backward + extra, attn
 
@@ -516,8 +577,10 @@ def _step(cfg: PlanConfig, dims: ParallelDims, recompute: str, b: int, m: int, s
         gather = _collective(cfg, "all_gather", params * w_bytes, dp_ranks, dp_stride, bus)
         scatter = _collective(cfg, "reduce_scatter", params * min(grad_bytes, 4), dp_ranks, dp_stride, bus)
         rounds = 1 if cfg.zero3_keep_gathered else m
-        traffic = rounds * (2 * gather + scatter)
-        dp_comm = max(0.0, traffic - (compute if overlap else 0.0))
+        gathers = zero3_gathers_per_micro_batch(recompute, regather=eff.zero3_regather_recompute)
+        hidden = rounds * gathers * gather + (rounds * scatter if eff.zero3_overlap_reduce else 0.0)
+        exposed = 0.0 if eff.zero3_overlap_reduce else rounds * scatter
+        dp_comm = max(0.0, hidden - (compute if overlap else 0.0)) + exposed
     terms = {"compute": compute, "bubble": bubble, "tp_comm": tp_comm, "cp_comm": cp_comm, "ep_comm": ep_comm,
              "pp_comm": pp_comm, "dp_comm": dp_comm}
     terms["overhead"] = eff.step_overhead / (1 - eff.step_overhead) * sum(terms.values())
@@ -533,6 +596,17 @@ def _device_layers(stages: tuple[int, ...], pp: int, v: int) -> tuple[int, ...]:
 @functools.lru_cache(maxsize=4096)
 def _stage_layers(layers: int, pp: int, v: int) -> tuple[int, ...]:
     return stage_layers(layers, pp, virtual_stages=v)
+
+
+def zero3_gathers_per_micro_batch(recompute: str, *, regather: bool) -> int:
+    """Parameter all-gathers ZeRO-3 runs per micro-batch: one per forward pass executed, one for backward.
+
+    Forward and backward each need the full layer weights (2). With full recomputation the recomputed forward
+    needs them once more: an implementation that releases them after every forward and gathers on every
+    forward (``regather``, DeepSpeed's per-module hooks) pays a third gather; FSDP, which keeps a block's
+    parameters gathered from its recomputation through its backward, does not.
+    """
+    return 3 if regather and recompute == "full" else 2
 
 
 def _memory_config(cfg: PlanConfig, dims: ParallelDims, recompute: str, b: int, m: int,
@@ -755,8 +829,13 @@ def _assumptions(cfg: PlanConfig) -> tuple[str, ...]:
         "Ranks ordered TP, CP, DP (EP inside DP x CP), PP; collectives hierarchical across nodes.",
         "1F1B (interleaved when virtual stages > 1): bubble (p-1)/v slowest-stage micro-batch times; layers split "
         "as real runs split them (remainder on the middle stages, embedding/head stages lighter).",
-        "TP communication not overlapped; DP gradients overlap the last micro-batch's backward; ZeRO-3 gathers "
-        "and CP ring passes overlap compute" if eff.overlap else "No communication overlapped.",
+        ("TP communication not overlapped; DP gradients overlap the last micro-batch's backward; ZeRO-3 gathers "
+         "and CP ring passes overlap compute." if eff.overlap else "No communication overlapped.")
+        + (f" ZeRO-3: {'3 parameter gathers with full recomputation' if eff.zero3_regather_recompute else '2 parameter gathers'}"
+           f" per micro-batch, reduce-scatter {'overlapped' if eff.zero3_overlap_reduce else 'exposed'}"
+           f"{', every byte through the network port (flat)' if eff.flat_collectives else ''}."),
+        ("Element-wise work as eager PyTorch kernels (counted from torchtitan's Llama code)."
+         if cfg.elementwise == "eager" else "Element-wise work in fused kernels (Megatron-LM style)."),
         f"A further {eff.step_overhead:.0%} of the step for what the model does not count (fitted once on "
         "Narayanan et al. 2021 Table 1; see aihw.validation).",
         f"Band: step time with matmul fraction x{BAND['high']['gemm']}, bus x{BAND['high']['bus']} and overlap "

@@ -23,7 +23,11 @@ Sources (read 2026-12-01):
   port per GPU) is ASSUMED.
 
 Assumptions the sources do not state are in each run's ``notes``. The efficiency constants are not tuned per
-row: :func:`fit_overhead` fits the single constant ``planner.STEP_OVERHEAD`` to Table 1 and nothing else.
+row: :func:`fit_overhead` fits the single constant ``planner.STEP_OVERHEAD`` to Table 1 and nothing else. What
+differs between rows is what the run's software did, described by named, documented behaviours rather than
+numbers: :data:`IMPLEMENTATIONS` (how the stack runs ZeRO-3: :data:`DEEPSPEED_2021` for Table 2's ZeRO-3 rows),
+``elementwise`` (torchtitan without ``torch.compile``: eager kernels) and ``recompute_every`` (torchtitan's
+every-second-layer checkpointing). torchtitan rows are compared in tokens per second per GPU.
 """
 
 from __future__ import annotations
@@ -31,10 +35,31 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from aihw.catalogue.hardware import get_chip
+from aihw.flops import model_flops_per_token
 from aihw.model_presets import ModelShape, get_preset
 from aihw.planner import Cluster, Efficiency, Layout, PlanConfig, pinned
 
 DEFAULT_EFFICIENCY = Efficiency()
+
+# How each software stack runs ZeRO-3 (the planner's defaults describe FSDP/NCCL today). DeepSpeed as Narayanan et
+# al. ran it in 2021, three behaviours, none of them a fitted number:
+# * flat_collectives: every byte of the parameter gathers and gradient reduce-scatters crosses the GPU's own
+#   network port. Inferred from the rows' scaling SHAPE (an inference, not read in DeepSpeed's code): with the
+#   batch fixed, the per-GPU step time is the same on 768 and 1,536 GPUs (2 x 2.94e15 / 88e12 = 2.94e15 / 44e12 =
+#   67 s), so the communication per GPU does not shrink with more GPUs and dominates. Hierarchical NCCL rings would
+#   move one eighth of it per port (each node receiving the parameters once over its 8 ports) and leave the step
+#   compute-bound near 150 TFLOP/s; the paper itself says ZeRO-3 loses "due to [more] cross-node communication".
+# * zero3_regather_recompute: DeepSpeed fetches a module's parameters in a hook before every forward it runs and
+#   releases them after, so the forward recomputed by activation checkpointing gathers them a third time
+#   (modelled from how the hooks work; FSDP skips the gather when the forward runs inside backward).
+# * zero3_overlap_reduce=False: DeepSpeed's configuration reference documents ``overlap_comm`` ("Attempts to
+#   overlap the reduction of the gradients with backward computation") with default false
+#   (https://www.deepspeed.ai/docs/config-json/, read 2026-12-01; later releases turn it on for stage 3); the
+#   paper does not publish its DeepSpeed configuration, so the default is assumed. Parameter prefetching (which
+#   overlaps the gathers with compute) is on by default (``stage3_prefetch_bucket_size``).
+DEEPSPEED_2021 = Efficiency(flat_collectives=True, zero3_regather_recompute=True, zero3_overlap_reduce=False)
+IMPLEMENTATIONS = {"megatron": DEFAULT_EFFICIENCY, "fsdp2": DEFAULT_EFFICIENCY, "deepspeed-2021": DEEPSPEED_2021}
 NARAYANAN = "https://arxiv.org/abs/2104.04473"
 TORCHTITAN = "https://github.com/pytorch/torchtitan/blob/main/docs/performance.md"
 
@@ -67,21 +92,61 @@ class PublishedRun:
     notes: str = ""
     cp: int = 1
     virtual_stages: int = 1
+    elementwise: str = "fused"  # "eager": PyTorch element-wise ops one kernel each (torchtitan without compile)
+    recompute_every: int = 1  # k > 1: every k-th layer fully recomputed, the others not (torchtitan's
+    #   "selective layer" activation checkpointing, selective_ac_option = '2')
+    implementation: str = "megatron"  # a key of IMPLEMENTATIONS: how the stack runs ZeRO-3 and its collectives
+    published_wps: float | None = None  # tokens per second per GPU, when the source gives them (torchtitan)
+
+    @property
+    def efficiency(self) -> Efficiency:
+        return IMPLEMENTATIONS[self.implementation]
 
     @property
     def dp(self) -> int:
         return self.gpus // (self.tp * self.pp * self.cp)
 
-    def config(self, efficiency: Efficiency = DEFAULT_EFFICIENCY) -> PlanConfig:
+    def config(self, efficiency: Efficiency | None = None) -> PlanConfig:
         cluster = Cluster(chip=self.chip, chips_per_node=8, nodes=self.gpus // 8, network=self.network)
         return PlanConfig(model=self.model, cluster=cluster, global_batch=self.global_batch, seq=self.seq,
                           micro_batch=self.micro_batch, precision=self.precision, attention=self.attention,
+                          elementwise=self.elementwise,
                           sequence_parallel=self.tp > 1 and self.chip != "NVIDIA A100 80GB SXM",
-                          efficiency=efficiency)
+                          efficiency=self.efficiency if efficiency is None else efficiency)
 
-    def predict(self, efficiency: Efficiency = DEFAULT_EFFICIENCY) -> Layout:
-        return pinned(self.config(efficiency), dp=self.dp, tp=self.tp, pp=self.pp, cp=self.cp, zero=self.zero,
-                      recompute=self.recompute, micro_batch=self.micro_batch, virtual_stages=self.virtual_stages)
+    def predict(self, efficiency: Efficiency | None = None) -> Layout:
+        """The pinned layout, with the run's own implementation's efficiency unless ``efficiency`` is given.
+
+        With ``recompute_every = k > 1`` the planner (which applies one policy to every layer) is run with no
+        recomputation and with full recomputation, and each step term, the executed FLOPs and the memory are
+        mixed in the share 1/k of fully recomputed layers: exact for the per-layer compute and activation terms,
+        which add over layers.
+        """
+        cfg = self.config(efficiency)
+
+        def one(recompute: str) -> Layout:
+            return pinned(cfg, dp=self.dp, tp=self.tp, pp=self.pp, cp=self.cp, zero=self.zero, recompute=recompute,
+                          micro_batch=self.micro_batch, virtual_stages=self.virtual_stages)
+
+        if self.recompute_every == 1:
+            return one(self.recompute)
+        share = 1 / self.recompute_every
+        lean, full = one("none"), one("full")
+
+        def mix(a: float, b: float) -> float:
+            return (1 - share) * a + share * b
+
+        memory = mix(lean.memory_bytes, full.memory_bytes)
+        capacity = cfg.memory_fraction * _capacity(cfg)
+        return replace(full, recompute=f"full every {self.recompute_every} layers",
+                       breakdown={k: mix(lean.breakdown[k], full.breakdown[k]) for k in full.breakdown},
+                       executed_flops_per_step=mix(lean.executed_flops_per_step, full.executed_flops_per_step),
+                       memory_bytes=memory, fits=memory <= capacity,
+                       band_s=(mix(lean.band_s[0], full.band_s[0]), mix(lean.band_s[1], full.band_s[1])))
+
+
+def _capacity(cfg: PlanConfig) -> float:
+    return get_chip(cfg.cluster.chip).memory_bytes
 
 
 _T1 = [  # params (B), heads, hidden, layers, t, p, GPUs, batch, TFLOP/s per GPU (Narayanan et al. 2021, Table 1)
@@ -105,24 +170,33 @@ TABLE2 = tuple(
                   table="Narayanan 2021 Table 2", notes="PTD-P: t=8, p=12 (model-parallel size 96), micro-batch 1")
      for n, tf in ((384, 153), (768, 149), (1536, 141))]
     + [PublishedRun(f"GPT-3 175B ZeRO-3, {n} GPUs", GPT3, n, 1, 1, 1536, tf, "executed", NARAYANAN, zero=3,
-                    micro_batch=b, table="Narayanan 2021 Table 2",
-                    notes="ZeRO-3 (DeepSpeed) without model parallelism, micro-batch as published")
+                    micro_batch=b, table="Narayanan 2021 Table 2", implementation="deepspeed-2021",
+                    notes="ZeRO-3 (DeepSpeed 2021) without model parallelism, micro-batch as published; one "
+                          "micro-batch per GPU per step (1536 = GPUs x micro-batch)")
        for n, b, tf in ((384, 4, 144), (768, 2, 88), (1536, 1, 44))])
 
-_TT_NOTES = "FSDP2 = ZeRO-3 over all 64 GPUs; network not stated in the source: InfiniBand HDR per GPU assumed."
+_TT_NOTES = ("FSDP2 = ZeRO-3 over all 64 GPUs; compared in tokens per second per GPU (WPS), which needs no FLOP "
+             "convention; network not stated in the source: InfiniBand HDR per GPU assumed.")
+
+
+def _titan(name: str, preset: str, batch: int, recompute: str, wps: float, seq: int, label: str, every: int = 1
+           ) -> PublishedRun:
+    """A torchtitan performance.md row: published WPS, shown in TFLOP/s as WPS x the planner's model FLOPs/token."""
+    model = get_preset(preset)
+    return PublishedRun(f"torchtitan {name}, {label}", model, 64, 1, 1, 64 * batch,
+                        wps * model_flops_per_token(model, seq) / 1e12, "model", TORCHTITAN, zero=3,
+                        micro_batch=batch, recompute=recompute, attention="fused", precision="bf16", seq=seq,
+                        table="torchtitan performance.md", notes=_TT_NOTES, implementation="fsdp2",
+                        published_wps=wps, recompute_every=every, elementwise="eager")
+
+
+# (published WPS and MFU: 2904 and 56.8%, 331 and 51.7%, 2162 and 61.1%, 353 and 50.5%; torchtitan's MFU counts
+# 6 x all parameters + 12 l h s per token, which is not the planner's count, hence the comparison in WPS)
 TORCHTITAN_RUNS = (
-    PublishedRun("torchtitan Llama 3 8B, selective AC", get_preset("llama-3-8b"), 64, 1, 1, 64, 0.568 * 312,
-                 "model", TORCHTITAN, zero=3, recompute="selective", attention="fused", precision="bf16",
-                 seq=8192, table="torchtitan performance.md", notes=_TT_NOTES),
-    PublishedRun("torchtitan Llama 3 70B, full AC", get_preset("llama-3-70b"), 64, 1, 1, 64, 0.517 * 312,
-                 "model", TORCHTITAN, zero=3, recompute="full", attention="fused", precision="bf16", seq=8192,
-                 table="torchtitan performance.md", notes=_TT_NOTES),
-    PublishedRun("torchtitan Llama 2 13B, no AC", get_preset("llama-2-13b"), 64, 1, 1, 128, 0.611 * 312,
-                 "model", TORCHTITAN, zero=3, micro_batch=2, recompute="none", attention="fused",
-                 precision="bf16", seq=4096, table="torchtitan performance.md", notes=_TT_NOTES),
-    PublishedRun("torchtitan Llama 2 70B, full AC", get_preset("llama-2-70b"), 64, 1, 1, 128, 0.505 * 312,
-                 "model", TORCHTITAN, zero=3, micro_batch=2, recompute="full", attention="fused",
-                 precision="bf16", seq=4096, table="torchtitan performance.md", notes=_TT_NOTES),
+    _titan("Llama 3 8B", "llama-3-8b", 1, "full", 2904, 8192, "selective layer AC", every=2),
+    _titan("Llama 3 70B", "llama-3-70b", 1, "full", 331, 8192, "full AC"),
+    _titan("Llama 2 13B", "llama-2-13b", 2, "none", 2162, 4096, "no AC"),
+    _titan("Llama 2 70B", "llama-2-70b", 2, "full", 353, 4096, "full AC"),
 )
 
 RUNS = TABLE1 + TABLE2 + TORCHTITAN_RUNS
@@ -151,9 +225,12 @@ LLAMA3_RUNS = tuple(
 FLAT_NO_OVERLAP = Efficiency(overlap=False, flat_collectives=True)
 
 
-def compare(run: PublishedRun, efficiency: Efficiency = DEFAULT_EFFICIENCY) -> dict:
-    """One table row: the pinned layout's fit and predicted throughput beside the published figure."""
-    x = run.predict(efficiency)
+def compare(run: PublishedRun, efficiency: Efficiency | None = None) -> dict:
+    """One table row: the pinned layout's fit and predicted throughput beside the published figure.
+
+    ``efficiency``: None uses the run's own implementation (:data:`IMPLEMENTATIONS`).
+    """
+    x = run.predict(run.efficiency if efficiency is None else efficiency)
     predicted = x.executed_tflops_per_device if run.convention == "executed" else x.model_tflops_per_device
     lo_s, hi_s = x.band_s
     scale = x.step_s
@@ -165,7 +242,7 @@ def compare(run: PublishedRun, efficiency: Efficiency = DEFAULT_EFFICIENCY) -> d
             "mfu": x.mfu, "breakdown": x.breakdown, "notes": run.notes}
 
 
-def table(runs: tuple[PublishedRun, ...] = RUNS, efficiency: Efficiency = DEFAULT_EFFICIENCY) -> list[dict]:
+def table(runs: tuple[PublishedRun, ...] = RUNS, efficiency: Efficiency | None = None) -> list[dict]:
     return [compare(r, efficiency) for r in runs]
 
 

@@ -7,11 +7,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import html
 
 import ipywidgets as W
 
-from aihw import planner, validation
+from aihw import validation
 from aihw.widgets._common import error_box, show_error
 from aihw.widgets.model_parallel_lab import planner_widget as plan_widget
 
@@ -19,12 +20,18 @@ TERMS = ("compute", "bubble", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_co
 
 
 def published_run_view(name: str, *, gemm_fraction: float | None = None, overlap: bool = True,
-                       flat_collectives: bool = False) -> tuple[dict, str]:
-    """(comparison row, HTML) for the published run called ``name`` under the given efficiency assumptions."""
+                       flat_collectives: bool | None = None) -> tuple[dict, str]:
+    """(comparison row, HTML) for the published run called ``name`` under the given efficiency assumptions.
+
+    The run's own implementation (``validation.IMPLEMENTATIONS``: DeepSpeed 2021 for Table 2's ZeRO-3 rows) is
+    the starting point; ``flat_collectives`` None keeps its choice.
+    """
     runs = {r.name: r for r in validation.RUNS + validation.LLAMA3_RUNS}
     if name not in runs:
         raise ValueError(f"unknown published run {name!r}; choose one of: {', '.join(runs)}")
-    eff = planner.Efficiency(gemm_fraction=gemm_fraction or None, overlap=overlap, flat_collectives=flat_collectives)
+    own = runs[name].efficiency
+    eff = dataclasses.replace(own, gemm_fraction=gemm_fraction or None, overlap=overlap,
+                              flat_collectives=own.flat_collectives if flat_collectives is None else flat_collectives)
     row = validation.compare(runs[name], eff)
     total = sum(row["breakdown"].values())
     terms = "".join(f"<tr><td>{t.replace('_', ' ')}</td><td>{row['breakdown'][t]:.3g} s</td>"
@@ -48,11 +55,18 @@ def published_run_widget(name: str = "GPT-3 175B PTD-P, 1536 GPUs") -> W.VBox:
         "gemm_fraction": W.FloatSlider(value=0.0, min=0.0, max=1.0, step=0.05,
                                        description="matmul fraction (0: chip's)", style=style),
         "overlap": W.Checkbox(value=True, description="overlap DP/ZeRO/CP communication"),
-        "flat_collectives": W.Checkbox(value=False, description="flat collectives across nodes"),
+        "flat_collectives": W.Checkbox(value=any(r.efficiency.flat_collectives for r in validation.RUNS
+                                                 if r.name == name),
+                                       description="flat collectives across nodes"),
     }
     err, out = error_box(), W.HTML()
 
-    def update(_=None) -> None:
+    def update(change=None) -> None:
+        if change is not None and change.get("owner") is controls["name"]:  # a new run: its own network model
+            own = next(r for r in validation.RUNS + validation.LLAMA3_RUNS if r.name == controls["name"].value)
+            if controls["flat_collectives"].value != own.efficiency.flat_collectives:
+                controls["flat_collectives"].value = own.efficiency.flat_collectives  # re-enters update
+                return
         try:
             _, out.value = published_run_view(**{k: c.value for k, c in controls.items()})
         except ValueError as exc:
