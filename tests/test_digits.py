@@ -97,3 +97,33 @@ def test_unreadable_cache_file_is_replaced(data, tmp_path):
     again, _ = digits.trained_mlp(SMALL, data=data, cache_dir=tmp_path)
     assert all(torch.equal(p, q) for p, q in zip(model.parameters(), again.parameters(), strict=True))
     assert path.stat().st_size > 1000
+
+
+def test_trained_mlps_one_cached_model_per_seed(data, tmp_path):
+    models, same = digits.trained_mlps(SMALL, (0, 1, 2), data=data, cache_dir=tmp_path)
+    assert same is data and len(models) == 3
+    assert len(list(tmp_path.glob("digits-mlp-*.pt"))) == 3
+    firsts = [m[0].weight.detach() for m in models]
+    assert not torch.equal(firsts[0], firsts[1]) and not torch.equal(firsts[1], firsts[2])  # the seeds differ
+    again, _ = digits.trained_mlps(SMALL, (0, 1, 2), data=data, cache_dir=tmp_path)
+    assert all(torch.equal(a[0].weight, b[0].weight) for a, b in zip(models, again, strict=True))
+    for bad in ((0,), (1, 1)):
+        with pytest.raises(ValueError, match="two distinct seeds"):
+            digits.trained_mlps(SMALL, bad, data=data, cache_dir=tmp_path)
+
+
+def test_cached_json_computes_once_per_spec(tmp_path):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"accuracies": [0.5, 0.75]}
+
+    first = digits.cached_json("demo", {"a": 1}, compute, cache_dir=tmp_path)
+    second = digits.cached_json("demo", {"a": 1}, compute, cache_dir=tmp_path)
+    assert first == second == {"accuracies": [0.5, 0.75]} and len(calls) == 1
+    digits.cached_json("demo", {"a": 2}, compute, cache_dir=tmp_path)
+    assert len(calls) == 2 and len(list(tmp_path.glob("demo-*.json"))) == 2
+    for path in tmp_path.glob("demo-*.json"):
+        path.write_text("{truncated")
+    assert digits.cached_json("demo", {"a": 1}, compute, cache_dir=tmp_path) == first and len(calls) == 3

@@ -89,3 +89,37 @@ def test_seed_comparison_is_paired_cached_and_gives_intervals(tmp_path):
     assert again["distilled"] == first["distilled"]  # read from the cache, same numbers
     with pytest.raises(ValueError, match="two seeds"):
         distill.seed_comparison(teacher, data, cfg, seeds=(0,), cache_dir=tmp_path)
+
+
+def test_temperature_sweep_seeds_is_paired_cached_and_gives_intervals(tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    from aihw.stats import mean_ci95, paired_difference_ci95
+
+    data = digits.load_digits()
+    teacher = digits.train_mlp(data, digits.TrainConfig(hidden=(32,), epochs=3))
+    cfg = distill.DistillConfig(student_hidden=(8,), epochs=2)
+    result = distill.temperature_sweep_seeds(teacher, data, (1.0, 4.0), cfg, seeds=(0, 1, 2), cache_dir=tmp_path)
+    assert [r["temperature"] for r in result["rows"]] == [1.0, 4.0]
+    # the control at each seed is the student trained alone with that seed
+    assert result["alone"] == [digits.accuracy(distill.train_student_alone(data, replace(cfg, seed=s)),
+                                               data.x_test, data.y_test) for s in (0, 1, 2)]
+    assert len(set(result["alone"])) > 1  # the seeds really differ
+    t4 = result["rows"][1]
+    assert t4["accuracies"][2] == digits.accuracy(distill.distill(teacher, data, replace(cfg, temperature=4.0, seed=2)),
+                                                  data.x_test, data.y_test)
+    for row in result["rows"]:
+        assert row["ci"] == mean_ci95(row["accuracies"])
+        assert row["vs_alone"] == paired_difference_ci95(row["accuracies"], result["alone"])
+    assert result["alone_ci"] == mean_ci95(result["alone"])
+    assert len(list(tmp_path.glob("distill-sweep-*.json"))) == 1
+
+    def no_training(*_a, **_k):
+        raise AssertionError("the second call must read the cache")
+
+    monkeypatch.setattr(distill, "distill", no_training)
+    monkeypatch.setattr(distill, "train_student_alone", no_training)
+    again = distill.temperature_sweep_seeds(teacher, data, (1.0, 4.0), cfg, seeds=(0, 1, 2), cache_dir=tmp_path)
+    assert again["alone"] == result["alone"] and again["rows"][1]["accuracies"] == t4["accuracies"]
+    with pytest.raises(ValueError, match="two distinct seeds"):
+        distill.temperature_sweep_seeds(teacher, data, (1.0,), cfg, seeds=(0, 0), cache_dir=tmp_path)

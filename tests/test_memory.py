@@ -259,3 +259,28 @@ def test_flops_layer_intensities():
     assert all(o.intensity < 2 for o in prefill if o.kind == "elementwise")
     with pytest.raises(ValueError, match="new_tokens"):
         flops.layer_intensities(m, batch=1, new_tokens=10, context=5)
+
+
+SPLITS = [dict(dp=8, zero=3), dict(dp=8, zero=3, zero3_keep_gathered=True), dict(dp=4, zero=1), dict(tp=8),
+          dict(tp=8, sequence_parallel=False), dict(pp=4), dict(pp=4, virtual_stages=2, micro_batches=8),
+          dict(pp=4, schedule="gpipe", micro_batches=16), dict(pp=4, stage_layers=12), dict(cp=2), dict(zero=2)]
+
+
+@pytest.mark.parametrize("base", [
+    MemoryConfig(model="llama-2-13b", seq=4096, batch=2, grad_precision="fp32", attention="fused"),
+    MemoryConfig(model="gpt2-medium", precision="fp16", recompute="selective", dropout=True),
+    MemoryConfig(model="mixtral-8x7b", seq=4096, recompute="full", overhead_fraction=0.1, overhead_bytes=1e9),
+    MemoryConfig(model="mistral-7b", mode="infer", batch=8, seq=8192, kv_precision="fp8_e4m3"),
+], ids=["llama-fused", "gpt2-fp16", "mixtral-full", "mistral-infer"])
+def test_single_device_total_ignores_how_the_model_is_split(base):
+    """per_device_bytes computes the total once for every split of a search (aihw.memory.SPLIT_FIELDS): the
+    total must not depend on any of those fields, and per_device_bytes must equal estimate()'s number."""
+    from aihw.memory import SPLIT_FIELDS, per_device_bytes
+
+    assert set(SPLIT_FIELDS) <= {f.name for f in dataclasses.fields(MemoryConfig)}
+    splits = SPLITS + ([dict(dp=2, ep=2), dict(dp=4, ep=4, tp=2)] if base.model.is_moe else [])
+    assert {name for split in SPLITS for name in split} | {"ep"} == set(SPLIT_FIELDS)  # ep: MoE models only
+    for split in splits:
+        config = dataclasses.replace(base, **split)
+        assert estimate(config).total == estimate(base).total, split
+        assert per_device_bytes(config) == estimate(config).per_device_bytes

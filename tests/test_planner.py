@@ -304,3 +304,36 @@ def test_gpipe_holds_every_micro_batch():
     gpipe = pinned(dataclasses.replace(cfg, schedule="gpipe"), dp=1, tp=2, pp=4, recompute="full")
     assert gpipe.breakdown["bubble"] == pytest.approx(one.breakdown["bubble"])
     assert gpipe.memory_bytes > one.memory_bytes  # 32 micro-batches in flight instead of 4
+
+
+@pytest.mark.parametrize("cfg", [
+    PlanConfig(model="llama-2-13b", cluster=Cluster(nodes=2), global_batch=64, seq=2048, micro_batch=None),
+    PlanConfig(model="mixtral-8x7b", cluster=Cluster(nodes=2), global_batch=64, seq=4096, attention="eager",
+               zero3_keep_gathered=True),
+    PlanConfig(model="gpt2-xl", cluster=Cluster(chip="A100 40GB SXM", nodes=2), global_batch=32, seq=1024,
+               precision="fp16", schedule="gpipe", grad_precision="param", recompute=("selective", "full")),
+], ids=["searched-micro-batch", "moe-eager", "gpipe-fp16"])
+def test_search_equals_evaluating_each_layout_alone(cfg):
+    """The search shares each split's checked dims and memory configuration across its micro-batch sizes, ZeRO
+    stages and recomputation (for speed); every layout must still be exactly what evaluate() gives on its own."""
+    result = plan(cfg)
+    assert result.config is cfg
+    for x in result.ranked + result.too_big:
+        alone = evaluate(cfg, x.dims, recompute=x.recompute, micro_batch=x.micro_batch, band=x in result.ranked[:20],
+                         time_if_too_big=False)
+        assert (alone.memory_bytes, alone.fits, alone.stages, alone.micro_batches) == \
+            (x.memory_bytes, x.fits, x.stages, x.micro_batches)
+        assert alone.breakdown == x.breakdown and alone.to_dict() == x.to_dict()
+
+
+def test_plan_config_hash_is_cached_but_never_copied():
+    import pickle
+
+    cfg = PlanConfig(model="llama-2-7b", cluster=Cluster(nodes=1), global_batch=16, seq=2048)
+    same = PlanConfig(model="llama-2-7b", cluster=Cluster(nodes=1), global_batch=16, seq=2048)
+    assert hash(cfg) == hash(same) == hash(cfg) and cfg == same
+    other = dataclasses.replace(cfg, seq=4096)
+    assert other != cfg and "_hash" not in other.__dict__
+    copied = pickle.loads(pickle.dumps(cfg))
+    assert "_hash" not in copied.__dict__ and copied == cfg and hash(copied) == hash(cfg)
+    assert plan(same).to_dict() == plan(cfg).to_dict()

@@ -27,6 +27,17 @@ def _figures():
     yield "utilisation", gpus_vs_tpus.plot_utilisation(ws)
     yield "tradeoff", cheaper.plot_tradeoff(points)
     yield "accuracy bars", cheaper.plot_accuracy_bars({"teacher": 0.95, "student": 0.9})
+    from aihw.stats import mean_ci95
+    ci = mean_ci95([0.93, 0.95, 0.94])
+    yield "sparsity bands", cheaper.plot_sparsity_curves(
+        [{"structure": "unstructured", "fine_tuned": t, "sparsity": s, "ci": mean_ci95([0.9 - s / 9, 0.92 - s / 9])}
+         for t in (False, True) for s in (0.5, 0.9)], baseline=ci)
+    yield "distillation bands", cheaper.plot_distillation(
+        [{"temperature": t, "ci": mean_ci95([0.9, 0.92 + t / 100])} for t in (1.0, 4.0)], control=ci, teacher=0.97)
+    yield "accuracy bars with intervals", cheaper.plot_accuracy_bars({"alone": ci, "distilled": 0.96})
+    yield "paired differences", cheaper.plot_paired_differences(
+        [{"scheme": "int8", "vs_fp32": mean_ci95([0.001, -0.002, 0.0])},
+         {"scheme": "int2", "vs_fp32": mean_ci95([-0.06, -0.07, -0.05])}])
     yield "cluster", data_parallel.plot_cluster_estimates(cc.cluster_estimates(14e9, nodes=2, tpu_chips=16))
     yield "breakdown", memory.plot_breakdown(estimate_memory("llama-2-7b"), capacity_bytes=80e9)
     yield "schedule", model_parallel.plot_simulated(pipeline_sim.simulate("1f1b", 4, 8))

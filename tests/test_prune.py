@@ -126,3 +126,37 @@ def test_removing_half_the_neurons_of_the_chapters_mlp_removes_69_4_percent_of_w
     weights = lambda m: sum(layer.weight.numel() for layer in m if hasattr(layer, "weight"))  # noqa: E731
     assert weights(model) == 84_480 and weights(prune_neurons(model, 0.5)) == 25_856
     assert 1 - 25_856 / 84_480 == pytest.approx(0.694, abs=0.0005)
+
+
+def test_sparsity_sweep_seeds_gives_paired_intervals_and_caches(tmp_path, monkeypatch):
+    from aihw.stats import mean_ci95, paired_difference_ci95
+
+    data = digits.load_digits()
+    config = digits.TrainConfig(hidden=(16, 16), epochs=2)
+    kwargs = dict(seeds=(0, 1, 2), levels=(0.5, 0.9), structures=("unstructured", "neurons"), fine_tune_epochs=1,
+                  cache_dir=tmp_path)
+    result = prune.sparsity_sweep_seeds(config, data, **kwargs)
+    assert result["seeds"] == [0, 1, 2] and len(result["rows"]) == 2 * 2 * 2
+    assert len(list(tmp_path.glob("digits-mlp-*.pt"))) == 3  # one base model per seed, cached
+    assert len(list(tmp_path.glob("prune-seeds-*.json"))) == 1
+    models, _ = digits.trained_mlps(config, (0, 1, 2), data=data, cache_dir=tmp_path)
+    assert result["dense"] == [digits.accuracy(m, data.x_test, data.y_test) for m in models]
+    for row in result["rows"]:
+        assert len(row["accuracies"]) == 3
+        assert row["ci"] == mean_ci95(row["accuracies"])  # the interval comes from the per-seed values
+        assert row["vs_dense"] == paired_difference_ci95(row["accuracies"], result["dense"])
+        assert row["ci"].low <= row["ci"].mean <= row["ci"].high
+    # each seed's row is that seed's own single-seed sweep (base model and fine-tuning seeded alike)
+    single = prune.sparsity_sweep(models[1], data, levels=(0.5, 0.9), fine_tune_epochs=1, seed=1)
+    assert [r["accuracy"] for r in single] == [r["accuracies"][1] for r in result["rows"]]
+    assert len({tuple(r["accuracies"]) for r in result["rows"]}) > 1
+    assert any(len(set(r["accuracies"])) > 1 for r in result["rows"])  # the seeds really differ
+
+    def no_training(*_a, **_k):
+        raise AssertionError("the second call must read the cache")
+
+    monkeypatch.setattr(prune, "sparsity_sweep", no_training)
+    again = prune.sparsity_sweep_seeds(config, data, **kwargs)
+    assert [r["accuracies"] for r in again["rows"]] == [r["accuracies"] for r in result["rows"]]
+    with pytest.raises(ValueError, match="structure"):
+        prune.sparsity_sweep_seeds(config, data, **{**kwargs, "structures": ("diagonal",)})

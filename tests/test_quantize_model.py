@@ -124,3 +124,34 @@ def test_large_layer_speed_reports_bytes_and_cache():
     assert llc is None or llc >= 2**15
     with pytest.raises(ValueError, match="features"):
         qm.int8_large_layer_speed(features=0)
+
+
+def test_scheme_accuracies_seeds_pairs_each_model_with_its_fp32_original(tmp_path, monkeypatch):
+    from aihw.stats import mean_ci95, paired_difference_ci95
+
+    data = digits.load_digits()
+    config = digits.TrainConfig(hidden=(16, 16), epochs=3)
+    schemes = [QuantScheme("int8", PerChannel(0)), QuantScheme("int2")]
+    result = quantize_model.scheme_accuracies_seeds(config, data, schemes, seeds=(0, 1, 2), cache_dir=tmp_path)
+    names = [r["scheme"] for r in result["rows"]]
+    assert names == ["int8 per-channel(axis=0) sym", "int2 per-tensor sym", quantize_model.W8A8_LABEL,
+                     quantize_model.DYNAMIC_INT8_LABEL]
+    models, _ = digits.trained_mlps(config, (0, 1, 2), data=data, cache_dir=tmp_path)
+    assert result["fp32"] == [digits.accuracy(m, data.x_test, data.y_test) for m in models]
+    assert len(set(result["fp32"])) > 1  # separately trained models, not one model three times
+    assert result["fp32_ci"] == mean_ci95(result["fp32"])
+    for row in result["rows"]:
+        assert row["ci"] == mean_ci95(row["accuracies"])
+        assert row["vs_fp32"] == paired_difference_ci95(row["accuracies"], result["fp32"])
+    int2 = result["rows"][1]
+    assert int2["accuracies"] == [digits.accuracy(quantize_model.quantize_weights(m, QuantScheme("int2")),
+                                                  data.x_test, data.y_test) for m in models]
+    assert len(list(tmp_path.glob("digits-mlp-*.pt"))) == 3
+
+    def no_training(*_a, **_k):
+        raise AssertionError("the base models must come from the cache")
+
+    monkeypatch.setattr(digits, "train_mlp", no_training)
+    again = quantize_model.scheme_accuracies_seeds(config, data, schemes, seeds=(0, 1, 2), cache_dir=tmp_path,
+                                                   w8a8=False, dynamic=False)
+    assert [r["accuracies"] for r in again["rows"]] == [r["accuracies"] for r in result["rows"][:2]]

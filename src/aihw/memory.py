@@ -23,8 +23,10 @@ Every component is reported separately, in bytes (GB = 1e9 bytes, GiB = 2**30 by
 
 from __future__ import annotations
 
+import functools
 import math
-from dataclasses import asdict, dataclass, field
+import operator
+from dataclasses import asdict, dataclass, field, fields
 from typing import Literal, get_args
 
 from aihw._validate import (
@@ -93,6 +95,11 @@ def activation_bytes_per_layer(*, seq: int, batch: int, hidden: int, heads: int,
     if sequence_parallel or tp == 1:
         return (split + replicated + attention) / tp
     return split / tp + replicated + attention / tp
+
+
+# The same function memoized, for _activations: a layout search asks for the same few (seq, batch, tp) many times,
+# always with plain numbers (MemoryConfig coerces them), and the checks above are most of its cost.
+_activation_bytes_per_layer = functools.lru_cache(maxsize=4096)(activation_bytes_per_layer)
 
 
 def korthikanti_per_layer(*, seq: int, batch: int, hidden: int, heads: int, recompute: str = "none") -> float:
@@ -316,7 +323,7 @@ def _activations(cfg: MemoryConfig, *, tp: int, split: bool = False) -> float:
     mlp = per_value * (m.top_k * m.expert_ffn_dim * m.capacity_factor if m.is_moe else m.ffn_dim)
     # fused attention (FlashAttention) keeps no s x s scores: the selective-recompute count without them
     recompute = "selective" if cfg.attention == "fused" and cfg.recompute == "none" else cfg.recompute
-    per_layer = activation_bytes_per_layer(
+    per_layer = _activation_bytes_per_layer(
         seq=s, batch=b, hidden=m.hidden, heads=m.heads, kv_dim=m.kv_dim, mlp_saved_width=mlp,
         bytes_per_value=cfg.activation_bytes_per_value, dropout=cfg.dropout,
         recompute=recompute, tp=tp, sequence_parallel=cfg.sequence_parallel)
@@ -412,9 +419,65 @@ def estimate(config: MemoryConfig) -> MemoryEstimate:
 
     Raises NonFiniteResult (a ValueError) when the inputs are so large that a byte count overflows.
     """
-    total, per_device = _components(config, split=False), _components(config, split=True)
-    require_finite_result("memory estimate", {"total": total, "per_device": per_device})
+    total, per_device = _checked_components(config)
     return MemoryEstimate(config, total, per_device, _assumptions(config))
+
+
+def per_device_bytes(config: MemoryConfig) -> float:
+    """``estimate(config).per_device_bytes`` (same checks, same number) without the assumption notes.
+
+    For searches that size thousands of layouts (:mod:`aihw.planner`): the single-device total, which is only
+    checked here, is computed once for all the ways of splitting the same model and batch.
+    """
+    per_device = _components(config, split=True)
+    if _finite(per_device) and _total_is_finite(_Unsplit(config)):
+        return sum(per_device.values())
+    return sum(_checked_components(config)[1].values())  # raises, naming the component that overflows
+
+
+# What only says how a model is split over devices: the single-device total (``_components(cfg, split=False)``)
+# never reads these fields (tests/test_memory.py checks it).
+SPLIT_FIELDS = ("zero", "dp", "tp", "pp", "cp", "ep", "virtual_stages", "micro_batches", "schedule", "stage_layers",
+                "sequence_parallel", "zero3_keep_gathered")
+
+
+class _Unsplit:
+    """A MemoryConfig compared and hashed on its fields outside SPLIT_FIELDS: one key per single-device total."""
+
+    __slots__ = ("config", "key")
+
+    def __init__(self, config: MemoryConfig) -> None:
+        self.config = config
+        self.key = _unsplit_fields(config)
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Unsplit) and self.key == other.key
+
+
+@functools.lru_cache(maxsize=1024)
+def _total_is_finite(unsplit: _Unsplit) -> bool:
+    return _finite(_components(unsplit.config, split=False))
+
+
+def _finite(components: dict[str, float]) -> bool:
+    """Every value a finite number (a quick test; require_finite_result is the full one, naming the culprit)."""
+    try:
+        return all(map(math.isfinite, components.values()))
+    except (OverflowError, TypeError):  # an integer beyond float range, or not a number
+        return False
+
+
+def _checked_components(config: MemoryConfig) -> tuple[dict[str, float], dict[str, float]]:
+    total, per_device = _components(config, split=False), _components(config, split=True)
+    if not (_finite(total) and _finite(per_device)):
+        require_finite_result("memory estimate", {"total": total, "per_device": per_device})
+    return total, per_device
+
+
+_unsplit_fields = operator.attrgetter(*(f.name for f in fields(MemoryConfig) if f.name not in SPLIT_FIELDS))
 
 
 def estimate_memory(model: ModelShape | str | None = None, **kwargs) -> MemoryEstimate:

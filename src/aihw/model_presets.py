@@ -9,11 +9,31 @@ from these, never typed in; ``published_params`` is kept only so the tests can c
 from __future__ import annotations
 
 import dataclasses
+import functools
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 from aihw._validate import require_choice, require_positive
+
+
+def _once_per_shape(method: Callable[[ModelShape], int]) -> Callable[[ModelShape], int]:
+    """A parameter count computed once per (frozen) shape: a layout search asks for it thousands of times.
+
+    Kept in the instance's ``__dict__`` beside the fields (as functools.cached_property does), so equality,
+    hashing, ``repr`` and ``dataclasses.replace`` (a new shape: counted afresh) see only the fields.
+    """
+    key = f"_count_{method.__name__}"
+
+    @functools.wraps(method)
+    def counted(self: ModelShape) -> int:
+        memo = self.__dict__
+        if key not in memo:
+            memo[key] = method(self)
+        return memo[key]
+
+    return counted
 
 
 @dataclass(frozen=True)
@@ -104,6 +124,7 @@ class ModelShape:
     def expert_ffn_dim(self) -> int:
         return self.ffn_dim if self.expert_ffn is None else self.expert_ffn
 
+    @_once_per_shape
     def attention_params(self) -> int:
         """W_q, W_k, W_v, W_o (and their biases) of one block."""
         h, kv = self.hidden, self.kv_dim
@@ -115,12 +136,14 @@ class ModelShape:
         mlp = (3 if self.gated_mlp else 2) * h * f
         return mlp + (((2 * f if self.gated_mlp else f) + h) if self.biases else 0)
 
+    @_once_per_shape
     def moe_params(self) -> int:
         """All experts of one MoE block plus its router (0 for a dense model)."""
         if not self.is_moe:
             return 0
         return self.experts * self.mlp_params(self.expert_ffn_dim) + self.hidden * self.experts
 
+    @_once_per_shape
     def layer_params(self) -> int:
         """Parameters of one transformer block: attention, MLP (or all experts + router) and its two norms."""
         mlp = self.moe_params() if self.is_moe else self.mlp_params()
@@ -133,14 +156,17 @@ class ModelShape:
         return (self.attention_params() + self.top_k * self.mlp_params(self.expert_ffn_dim)
                 + self.hidden * self.experts + 2 * self._norm_params())
 
+    @_once_per_shape
     def embedding_params(self) -> int:
         """Token (and learned position) embeddings."""
         return self.vocab * self.hidden + (self.max_seq * self.hidden if self.learned_positions else 0)
 
+    @_once_per_shape
     def head_params(self) -> int:
         """Final norm plus the output projection (0 extra when tied to the token embedding)."""
         return self._norm_params() + (0 if self.tied_embeddings else self.vocab * self.hidden)
 
+    @_once_per_shape
     def param_count(self) -> int:
         """Total parameters, computed from the architecture."""
         return self.embedding_params() + self.layers * self.layer_params() + self.head_params()

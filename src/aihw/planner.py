@@ -45,14 +45,14 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 from aihw import collective_cost as cc
 from aihw._validate import require_choice, require_in_range, require_positive
 from aihw.catalogue.hardware import get_chip
 from aihw.catalogue.networks import get_network
 from aihw.flops import flops_per_token, model_flops_per_token
-from aihw.memory import PRECISION_BYTES, MemoryConfig, estimate
+from aihw.memory import PRECISION_BYTES, MemoryConfig, _grad_split, _stage_params, per_device_bytes
 from aihw.model_presets import ModelShape, resolve_model
 from aihw.parallel_dims import ParallelDims, divisors, stage_layers
 
@@ -289,6 +289,18 @@ class PlanConfig:
     def tokens(self) -> int:
         return self.seq or self.model.max_seq
 
+    def __hash__(self) -> int:
+        # The step model's caches are keyed on the configuration and a search looks them up thousands of times:
+        # hash the nested model, cluster and efficiencies once (the fields are frozen), not at every look-up.
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash(tuple(getattr(self, f.name) for f in fields(self)))
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
+    def __getstate__(self) -> dict:  # copies and pickles recompute the hash (string hashes differ per process)
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
 
 @dataclass(frozen=True)
 class Layout:
@@ -466,6 +478,7 @@ def _link_for(cfg: PlanConfig, stride: int, ranks: int) -> tuple[int, int]:
     return per_node, max(1, ranks // per_node)
 
 
+@functools.lru_cache(maxsize=16384)  # a search asks for the same few hundred collectives thousands of times
 def _collective(cfg: PlanConfig, kind: str, n_bytes: float, ranks: int, stride: int, bus: float = 1.0) -> float:
     """Seconds of one collective of ``n_bytes`` (per rank's full buffer) over ``ranks`` ranks ``stride`` apart.
 
@@ -501,8 +514,12 @@ def _collective(cfg: PlanConfig, kind: str, n_bytes: float, ranks: int, stride: 
 
 
 def _step(cfg: PlanConfig, dims: ParallelDims, recompute: str, b: int, m: int, stages: tuple[int, ...],
-          *, gemm_scale: float = 1.0, bus: float = 1.0, overlap: bool | None = None) -> dict:
-    """Seconds per term of one optimizer step (see the module docstring)."""
+          *, gemm_scale: float = 1.0, bus: float = 1.0, overlap: bool | None = None,
+          mem: MemoryConfig | None = None) -> dict:
+    """Seconds per term of one optimizer step (see the module docstring).
+
+    ``mem``: the layout's :func:`_memory_config`, when the caller has it already.
+    """
     eff = cfg.efficiency
     overlap = eff.overlap if overlap is None else overlap
     ch = _chip(cfg, gemm_scale)
@@ -513,7 +530,7 @@ def _step(cfg: PlanConfig, dims: ParallelDims, recompute: str, b: int, m: int, s
     layer = fwd + fwd_bwd_extra
     head = _head_seconds(cfg, ch, tp, cp, b)
     # per device: its chunks' layers; the head sits on the last device, the embedding (a lookup) on the first
-    per_device = [sum(stages[c * pp + d] for c in range(v)) for d in range(pp)]
+    per_device = _device_layers(stages, pp, v)
     device_time = [n * layer for n in per_device]
     device_time[-1] += head
     slowest = max(device_time)
@@ -547,10 +564,9 @@ def _step(cfg: PlanConfig, dims: ParallelDims, recompute: str, b: int, m: int, s
         one = _collective(cfg, "send_recv", act, 2, tp * cp * dp, bus)
         pp_comm = 2 * v * m * one
     # data parallel: gradients of this device's parameters (ZeRO >= 1: reduce-scatter + all-gather of params)
-    mem = _memory_config(cfg, dims, recompute, b, m, stages)
-    from aihw.memory import _grad_split, _stage_params  # the memory chapter's parameter count per device
-
-    params = _stage_params(mem)
+    if mem is None:
+        mem = _memory_config(cfg, dims, recompute, b, m, stages)
+    params = _stage_params(mem)  # the memory chapter's parameter count per device
     grad_bytes = _grad_split(mem)[0]  # the model gradient is what is reduced (fp16 runs: fp16; bf16: fp32 main)
     w_bytes = PRECISION_BYTES[cfg.precision]
     dp_ranks, dp_stride = dp, tp * cp
@@ -571,6 +587,17 @@ def _step(cfg: PlanConfig, dims: ParallelDims, recompute: str, b: int, m: int, s
     return terms
 
 
+@functools.lru_cache(maxsize=4096)
+def _device_layers(stages: tuple[int, ...], pp: int, v: int) -> tuple[int, ...]:
+    """Layers on each pipeline device: its ``v`` chunks' layers."""
+    return tuple(sum(stages[c * pp + d] for c in range(v)) for d in range(pp))
+
+
+@functools.lru_cache(maxsize=4096)
+def _stage_layers(layers: int, pp: int, v: int) -> tuple[int, ...]:
+    return stage_layers(layers, pp, virtual_stages=v)
+
+
 def zero3_gathers_per_micro_batch(recompute: str, *, regather: bool) -> int:
     """Parameter all-gathers ZeRO-3 runs per micro-batch: one per forward pass executed, one for backward.
 
@@ -585,7 +612,7 @@ def zero3_gathers_per_micro_batch(recompute: str, *, regather: bool) -> int:
 def _memory_config(cfg: PlanConfig, dims: ParallelDims, recompute: str, b: int, m: int,
                    stages: tuple[int, ...]) -> MemoryConfig:
     pp, v = dims.pp, dims.virtual_stages
-    busiest = max(sum(stages[c * pp + d] for c in range(v)) for d in range(pp))
+    busiest = max(_device_layers(stages, pp, v))
     return MemoryConfig(model=cfg.model, precision=cfg.precision, optimizer=cfg.optimizer, batch=b,
                         seq=cfg.tokens, recompute=recompute, zero=dims.zero, dp=dims.dp, tp=dims.tp, pp=pp,
                         cp=dims.cp, ep=dims.ep, virtual_stages=v, micro_batches=m, stage_layers=busiest,
@@ -599,8 +626,14 @@ def evaluate(cfg: PlanConfig, dims: ParallelDims, *, recompute: str = "none", mi
 
     ``band``: also the optimistic/pessimistic step times; ``time_if_too_big``: time a layout that does not fit.
     """
+    m, stages = _split(cfg, dims, micro_batch)
+    mem = _memory_config(cfg, dims, recompute, micro_batch, m, stages)
+    return _evaluate(cfg, dims, recompute, micro_batch, m, stages, mem, band=band, time_if_too_big=time_if_too_big)
+
+
+def _split(cfg: PlanConfig, dims: ParallelDims, b: int) -> tuple[int, tuple[int, ...]]:
+    """(micro-batches m, layers per pipeline chunk) of a layout; ValueError if it does not suit the model/batch."""
     dims.validate_model(cfg.model, seq=cfg.tokens)
-    b = micro_batch
     if cfg.global_batch % (dims.dp * b):
         raise ValueError(f"global batch {cfg.global_batch} does not split into dp x micro-batch = "
                          f"{dims.dp} x {b} = {dims.dp * b} (it must be a multiple)")
@@ -608,22 +641,37 @@ def evaluate(cfg: PlanConfig, dims: ParallelDims, *, recompute: str = "none", mi
     if dims.virtual_stages > 1 and m % dims.pp:
         raise ValueError(f"the interleaved schedule needs the micro-batches m = {m} to be a multiple of "
                          f"pp = {dims.pp}")
-    stages = stage_layers(cfg.model.layers, dims.pp, virtual_stages=dims.virtual_stages)
-    mem = estimate(_memory_config(cfg, dims, recompute, b, m, stages)).per_device_bytes
-    capacity = cfg.memory_fraction * get_chip(cfg.cluster.chip).memory_bytes
-    fits = mem <= capacity
+    return m, _stage_layers(cfg.model.layers, dims.pp, dims.virtual_stages)
+
+
+@functools.lru_cache(maxsize=256)
+def _constants(cfg: PlanConfig) -> tuple[float, int, float, float]:
+    """(usable bytes per chip, tokens per step, model FLOPs per step, dense peak FLOP/s): the same for every layout."""
+    chip = get_chip(cfg.cluster.chip)
+    tokens = cfg.global_batch * cfg.tokens
+    return (cfg.memory_fraction * chip.memory_bytes, tokens, model_flops_per_token(cfg.model, cfg.tokens) * tokens,
+            chip.peak_flops(cfg.precision))
+
+
+@functools.lru_cache(maxsize=256)
+def _executed_flops(cfg: PlanConfig, recompute: str) -> float:
+    return flops_per_token(cfg.model, cfg.tokens, recompute=recompute) * (cfg.global_batch * cfg.tokens)
+
+
+def _evaluate(cfg: PlanConfig, dims: ParallelDims, recompute: str, b: int, m: int, stages: tuple[int, ...],
+              mem: MemoryConfig, *, band: bool, time_if_too_big: bool) -> Layout:
+    """:func:`evaluate` once the layout is checked and its (validated) memory configuration built."""
+    size = per_device_bytes(mem)
+    capacity, tokens, model_flops, peak = _constants(cfg)
+    fits = size <= capacity
     if not fits and not time_if_too_big:
-        return Layout(dims, recompute, b, m, stages, mem, fits)
-    terms = _step(cfg, dims, recompute, b, m, stages)
+        return Layout(dims, recompute, b, m, stages, size, fits)
+    terms = _step(cfg, dims, recompute, b, m, stages, mem=mem)
     lo = hi = sum(terms.values())
     if band:
         lo, hi = _band(cfg, dims, recompute, b, m, stages)
-    tokens = cfg.global_batch * cfg.tokens
-    model_flops = model_flops_per_token(cfg.model, cfg.tokens) * tokens
-    executed = flops_per_token(cfg.model, cfg.tokens, recompute=recompute) * tokens
-    peak = get_chip(cfg.cluster.chip).peak_flops(cfg.precision)
-    return Layout(dims, recompute, b, m, stages, mem, fits, terms, tokens, model_flops, executed, peak,
-                  (lo, hi))
+    return Layout(dims, recompute, b, m, stages, size, fits, terms, tokens, model_flops,
+                  _executed_flops(cfg, recompute), peak, (lo, hi))
 
 
 def _band(cfg: PlanConfig, dims: ParallelDims, recompute: str, b: int, m: int, stages: tuple[int, ...]
@@ -798,12 +846,28 @@ def _assumptions(cfg: PlanConfig) -> tuple[str, ...]:
     )
 
 
+def _vary(base: MemoryConfig, *, batch: int, micro_batches: int, zero: int, recompute: str) -> MemoryConfig:
+    """``dataclasses.replace(base, ...)`` without running the memory estimator's checks again.
+
+    The search sizes every micro-batch size, ZeRO stage and recomputation of one split (dp, tp, pp, cp, ep,
+    virtual stages): ``base``, one of them, passed the checks, which the fields changed here cannot fail:
+    PlanConfig checked ``zero_stages`` and ``recompute``, the micro-batch sizes are positive and divide the
+    global batch (:func:`_candidates`, :func:`_split`). Re-validating each variant would be most of the search.
+    """
+    if (base.batch, base.micro_batches, base.zero, base.recompute) == (batch, micro_batches, zero, recompute):
+        return base
+    variant = object.__new__(MemoryConfig)
+    variant.__dict__.update(base.__dict__, batch=batch, micro_batches=micro_batches, zero=zero, recompute=recompute)
+    return variant
+
+
 def plan(cfg: PlanConfig) -> Plan:
     """Enumerate, size, time, drop what does not fit, rank by estimated step time.
 
     ValueError when no layout can even be formed (every candidate's batch split or degree is impossible):
     the message names the first reason.
     """
+    given, cfg = cfg, _canonical(cfg)
     combos, rejected = _candidates(cfg)
     if not combos:
         reason = rejected[0][1] if rejected else (
@@ -812,18 +876,37 @@ def plan(cfg: PlanConfig) -> Plan:
     layouts = []
     zeros = cfg.zero_stages
     order = [r for r in RECOMPUTE if r in cfg.recompute]  # less recomputation is always faster
+    dims_of: dict[tuple, ParallelDims] = {}  # a split's dims (one per ZeRO stage), shared by its micro-batch sizes
+    base_of: dict[tuple, MemoryConfig] = {}  # a split's memory configuration, validated once (see _vary)
     for dp, tp, pp, cp, ep, v, b in combos:
-        for zero in (z for z in zeros if dp > 1 or z == min(zeros)):
-            dims = ParallelDims(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, zero=zero, virtual_stages=v)
+        searched = [z for z in zeros if dp > 1 or z == min(zeros)]
+        for zero in searched:
+            dims = dims_of.get((dp, tp, pp, cp, ep, v, zero))
+            if dims is None:
+                dims = dims_of[dp, tp, pp, cp, ep, v, zero] = ParallelDims(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep,
+                                                                           zero=zero, virtual_stages=v)
+            if zero == searched[0]:  # the layout's checks (the same for every ZeRO stage)
+                m, stages = _split(cfg, dims, b)
+                base = base_of.get((dp, tp, pp, cp, ep, v))
+                if base is None:
+                    base = base_of[dp, tp, pp, cp, ep, v] = _memory_config(cfg, dims, order[0], b, m, stages)
             for recompute in order:
-                x = evaluate(cfg, dims, recompute=recompute, micro_batch=b, band=False, time_if_too_big=False)
+                mem = _vary(base, batch=b, micro_batches=m, zero=zero, recompute=recompute)
+                x = _evaluate(cfg, dims, recompute, b, m, stages, mem, band=False, time_if_too_big=False)
                 layouts.append(x)
                 if x.fits:  # more recomputation would only be slower
                     break
     fits = sorted((x for x in layouts if x.fits), key=lambda x: (x.step_s, x.memory_bytes))
     fits[:BAND_TOP] = [with_band(cfg, x) for x in fits[:BAND_TOP]]
     too_big = tuple(sorted((x for x in layouts if not x.fits), key=lambda x: x.memory_bytes))
-    return Plan(cfg, tuple(fits), too_big, tuple(rejected), _assumptions(cfg))
+    return Plan(given, tuple(fits), too_big, tuple(rejected), _assumptions(cfg))
+
+
+@functools.lru_cache(maxsize=64)
+def _canonical(cfg: PlanConfig) -> PlanConfig:
+    """The first configuration equal to ``cfg`` seen: the step model's caches then find their keys by identity,
+    not by comparing every field of an equal copy (a repeated input builds a new, equal PlanConfig)."""
+    return cfg
 
 
 def explain(result: Plan) -> list[str]:

@@ -337,10 +337,15 @@ def chip_names() -> list[str]:
     return [c.name for c in load_catalogue()]
 
 
+@functools.lru_cache(maxsize=1)
+def _labels() -> dict[str, Chip]:
+    """Every normalised key, name, short name and alias of the default catalogue, to its chip (built once)."""
+    return {_normalise(n): c for c in load_catalogue() for n in (c.key, c.name, c.short_name, *c.aliases)}
+
+
 def get_chip(name: str) -> Chip:
     """Chip by key, name or alias, ignoring case, spaces, hyphens and underscores."""
-    chips = load_catalogue()
-    labels = {_normalise(n): c for c in chips for n in (c.key, c.name, c.short_name, *c.aliases)}
+    labels = _labels()
     wanted = _normalise(name)
     if wanted in labels:
         return labels[wanted]

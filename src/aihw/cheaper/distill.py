@@ -113,6 +113,52 @@ def temperature_sweep(teacher: nn.Module, data: Digits, temperatures: tuple[floa
     return rows
 
 
+def temperature_sweep_seeds(teacher: nn.Module, data: Digits,
+                            temperatures: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0),
+                            config: DistillConfig = DistillConfig(), *, seeds: tuple[int, ...] = (0, 1, 2, 3, 4),
+                            cache_dir: str | Path | None = None, threads: int | None = 1) -> dict:
+    """:func:`temperature_sweep` over ``seeds``, with the control (the student trained alone) at each seed.
+
+    Each seed fixes the student's initialisation and batch order for the control and for every temperature, so
+    every comparison is paired; the teacher and the split stay fixed. Returns ``seeds``, ``alone`` (the
+    control's test accuracy per seed), ``alone_ci`` and ``rows``: one per temperature with ``accuracies`` (per
+    seed), ``ci`` (mean and 95% interval) and ``vs_alone`` (paired interval of distilled − alone). The
+    accuracies are cached as JSON under ``cache_dir`` (None: ``default_cache_dir()``), keyed by the teacher's
+    weights, the data, the config, the temperatures and the seeds. ``threads``: torch intra-op threads
+    (:func:`aihw.models.digits.torch_threads`).
+    """
+    from dataclasses import asdict, replace
+
+    from aihw.models.digits import cached_json, data_fingerprint, torch_threads
+    from aihw.stats import mean_ci95, paired_difference_ci95
+
+    if len(seeds) < 2 or len(set(seeds)) != len(seeds):
+        raise ValueError(f"need at least two distinct seeds for an interval, got {seeds!r}")
+    for t in temperatures:
+        _check_temperature(t)
+    spec = {"teacher": _teacher_fingerprint(teacher), "data": data_fingerprint(data), "config": asdict(config),
+            "temperatures": [float(t) for t in temperatures], "seeds": list(seeds)}
+
+    def run() -> dict:
+        with torch_threads(threads):
+            return _run()
+
+    def _run() -> dict:
+        test = (data.x_test, data.y_test)
+        alone = [accuracy(train_student_alone(data, replace(config, seed=s)), *test) for s in seeds]
+        rows = [{"temperature": float(t), "accuracies": [
+            accuracy(distill(teacher, data, replace(config, temperature=t, seed=s)), *test) for s in seeds]}
+            for t in temperatures]
+        return {"seeds": list(seeds), "alone": alone, "rows": rows}
+
+    result = cached_json("distill-sweep", spec, run, cache_dir=cache_dir)
+    for row in result["rows"]:
+        row["ci"] = mean_ci95(row["accuracies"])
+        row["vs_alone"] = paired_difference_ci95(row["accuracies"], result["alone"])
+    result["alone_ci"] = mean_ci95(result["alone"])
+    return result
+
+
 def _teacher_fingerprint(teacher: nn.Module) -> str:
     digest = hashlib.sha256()
     for name, tensor in sorted(teacher.state_dict().items()):
@@ -163,4 +209,4 @@ def seed_comparison(teacher: nn.Module, data: Digits, config: DistillConfig = Di
 
 
 __all__ = ["kd_loss", "DistillConfig", "distill", "train_student_alone", "distill_and_control", "transfer_set",
-           "temperature_sweep", "seed_comparison"]
+           "temperature_sweep", "temperature_sweep_seeds", "seed_comparison"]

@@ -16,6 +16,8 @@ pruned weights at zero.
 from __future__ import annotations
 
 import copy
+from dataclasses import asdict
+from pathlib import Path
 from typing import Literal, get_args
 
 import torch
@@ -23,7 +25,7 @@ from torch import nn
 from torch.nn.utils import prune as torch_prune
 
 from aihw._validate import require_choice, require_in_range
-from aihw.models.digits import TrainConfig, accuracy, fit, linear_flops
+from aihw.models.digits import Digits, TrainConfig, accuracy, fit, linear_flops
 
 Structure = Literal["unstructured", "2:4", "neurons"]
 STRUCTURES: tuple[str, ...] = get_args(Structure)
@@ -156,8 +158,10 @@ def fine_tune(model: nn.Module, data, *, epochs: int = 5, lr: float = 1e-3, seed
 
 
 def sparsity_sweep(model: nn.Sequential, data, *, levels: tuple[float, ...] = (0.5, 0.7, 0.8, 0.9, 0.95),
-                   structures: tuple[str, ...] = ("unstructured", "neurons"), fine_tune_epochs: int = 5) -> list[dict]:
-    """Test accuracy after pruning ``model`` to each level with each structure, without and with fine-tuning.
+                   structures: tuple[str, ...] = ("unstructured", "neurons"), fine_tune_epochs: int = 5,
+                   seed: int = 0) -> list[dict]:
+    """Test accuracy after pruning ``model`` to each level with each structure, without and with fine-tuning
+    (``seed``: the fine-tuning's batch order).
 
     Rows: structure, sparsity (asked), measured_sparsity (zero weights, or removed neurons), fine_tuned, accuracy,
     flops (dense FLOP per image), params.
@@ -167,7 +171,8 @@ def sparsity_sweep(model: nn.Sequential, data, *, levels: tuple[float, ...] = (0
         for level in levels:
             for tuned in (False, True) if fine_tune_epochs else (False,):
                 pruned = prune(model, level, structure=structure)
-                pruned = fine_tune(pruned, data, epochs=fine_tune_epochs) if tuned else make_permanent(pruned)
+                pruned = (fine_tune(pruned, data, epochs=fine_tune_epochs, seed=seed) if tuned
+                          else make_permanent(pruned))
                 measured = (sparsity(pruned) if structure != "neurons"
                             else 1 - _hidden_width(pruned) / _hidden_width(model))
                 rows.append({"structure": structure, "sparsity": level, "measured_sparsity": measured,
@@ -176,9 +181,52 @@ def sparsity_sweep(model: nn.Sequential, data, *, levels: tuple[float, ...] = (0
     return rows
 
 
+def sparsity_sweep_seeds(config: TrainConfig, data: Digits, *, seeds: tuple[int, ...] = (0, 1, 2, 3, 4),
+                         levels: tuple[float, ...] = (0.5, 0.7, 0.8, 0.9, 0.95),
+                         structures: tuple[str, ...] = ("unstructured", "neurons"), fine_tune_epochs: int = 5,
+                         cache_dir: str | Path | None = None) -> dict:
+    """:func:`sparsity_sweep` repeated over ``seeds``: one base model trained per seed (``config`` with that seed,
+    cached by :func:`aihw.models.digits.trained_mlps`), pruned, and fine-tuned with the same seed.
+
+    Returns ``seeds``, ``dense`` (the unpruned models' test accuracies, one per seed) and ``rows``: one per
+    (structure, sparsity, fine_tuned) with ``accuracies`` (per seed, in the order of ``seeds``), ``ci`` (their
+    mean and 95% interval) and ``vs_dense`` (the paired interval of pruned − unpruned, seed by seed). Compare two
+    rows with :func:`aihw.stats.paired_difference_ci95` on their ``accuracies``: they share the base models. The
+    accuracies are cached as JSON under ``cache_dir`` (None: ``default_cache_dir()``), keyed by everything that
+    decides them.
+    """
+    from aihw.models.digits import cached_json, data_fingerprint, trained_mlps
+    from aihw.stats import mean_ci95, paired_difference_ci95
+
+    for structure in structures:
+        require_choice("structure", structure, STRUCTURES)
+    for level in levels:
+        _check_sparsity(level)
+    spec = {"config": asdict(config), "seeds": list(seeds), "levels": list(levels), "structures": list(structures),
+            "fine_tune_epochs": fine_tune_epochs, "data": data_fingerprint(data)}
+
+    def run() -> dict:
+        models, _ = trained_mlps(config, seeds, data=data, cache_dir=cache_dir)
+        per_seed = [sparsity_sweep(m, data, levels=levels, structures=structures, fine_tune_epochs=fine_tune_epochs,
+                                   seed=int(s)) for m, s in zip(models, seeds, strict=True)]
+        rows = [{k: r[k] for k in ("structure", "sparsity", "fine_tuned", "flops", "params")}
+                | {"accuracies": [sweep[i]["accuracy"] for sweep in per_seed],
+                   "measured_sparsity": [sweep[i]["measured_sparsity"] for sweep in per_seed]}
+                for i, r in enumerate(per_seed[0])]
+        return {"seeds": list(seeds), "dense": [accuracy(m, data.x_test, data.y_test) for m in models], "rows": rows}
+
+    result = cached_json("prune-seeds", spec, run, cache_dir=cache_dir)
+    for row in result["rows"]:
+        row["ci"] = mean_ci95(row["accuracies"])
+        row["vs_dense"] = paired_difference_ci95(row["accuracies"], result["dense"])
+    result["dense_ci"] = mean_ci95(result["dense"])
+    return result
+
+
 def _hidden_width(model: nn.Module) -> int:
     return sum(m.out_features for m in _linears(model)[:-1])
 
 
 __all__ = ["STRUCTURES", "magnitude_prune", "two_four_mask", "semi_structured_prune", "make_permanent",
-           "sparsity", "prune_neurons", "prune", "fine_tune", "sparsity_sweep"]
+           "sparsity", "prune_neurons", "prune", "fine_tune", "sparsity_sweep",
+           "sparsity_sweep_seeds"]

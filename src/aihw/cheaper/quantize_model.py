@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import warnings
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Literal, get_args
 
 import torch
@@ -24,6 +25,7 @@ from torch import nn
 
 from aihw._validate import require_choice, require_positive
 from aihw.cheaper.quantize import (
+    PerChannel,
     PerTensor,
     QuantScheme,
     choose_qparams,
@@ -34,7 +36,7 @@ from aihw.cheaper.quantize import (
     sqnr_db,
 )
 from aihw.measure.device import fp8_matmul_support
-from aihw.models.digits import IN_FEATURES, accuracy, latencies, make_mlp
+from aihw.models.digits import IN_FEATURES, Digits, TrainConfig, accuracy, latencies, make_mlp
 
 
 def _linears(model: nn.Module) -> list[tuple[str, nn.Linear]]:
@@ -156,6 +158,60 @@ def scheme_accuracies(model: nn.Module, data, schemes: Iterable[QuantScheme]) ->
     return [{"scheme": s.label(), "bits": s.bits, "accuracy": accuracy(quantize_weights(model, s), data.x_test,
                                                                        data.y_test),
              "size_bytes": storage_bytes(model, s)} for s in schemes]
+
+
+W8A8_LABEL = "W8A8: int8 weights + calibrated int8 activations"
+DYNAMIC_INT8_LABEL = "int8 dynamic (real kernels)"
+
+
+def scheme_accuracies_seeds(config: TrainConfig, data: Digits, schemes: Iterable[QuantScheme], *,
+                            seeds: tuple[int, ...] = (0, 1, 2, 3, 4), w8a8: bool = True, dynamic: bool = True,
+                            calibration_images: int = 256, cache_dir: str | Path | None = None,
+                            threads: int | None = 1) -> dict:
+    """:func:`scheme_accuracies` over ``seeds``: one base model per seed (``config`` with that seed, trained once
+    and cached under ``cache_dir`` by :func:`aihw.models.digits.trained_mlps`), quantized with each scheme.
+
+    ``w8a8`` adds int8 per-channel weights with calibrated int8 activations (:data:`W8A8_LABEL`, calibrated on the
+    first ``calibration_images`` training images); ``dynamic`` adds the real dynamic-INT8 model
+    (:data:`DYNAMIC_INT8_LABEL`, :func:`dynamic_int8`). Returns ``seeds``, ``fp32`` (the unquantized models'
+    accuracies, one per seed), ``fp32_ci`` and ``rows``: scheme, bits, size_bytes, ``accuracies`` (per seed),
+    ``ci`` (mean and 95% interval) and ``vs_fp32`` (paired interval of quantized − fp32, seed by seed: the same
+    model before and after rounding). Rounding takes milliseconds, so only the trained weights are cached.
+    ``threads``: torch intra-op threads for the whole run (:func:`aihw.models.digits.torch_threads`; one thread
+    is many times faster for these small matrices on a busy machine).
+    """
+    from aihw.models.digits import torch_threads
+
+    with torch_threads(threads):
+        return _scheme_accuracies_seeds(config, data, list(schemes), seeds, w8a8, dynamic, calibration_images,
+                                        cache_dir)
+
+
+def _scheme_accuracies_seeds(config, data, schemes, seeds, w8a8, dynamic, calibration_images, cache_dir) -> dict:
+    from aihw.models.digits import trained_mlps
+    from aihw.stats import mean_ci95, paired_difference_ci95
+
+    require_positive("calibration_images", calibration_images, integer=True)
+    models, _ = trained_mlps(config, seeds, data=data, cache_dir=cache_dir)
+    test = (data.x_test, data.y_test)
+    rows: list[dict] = [{"scheme": s.label(), "bits": s.bits, "size_bytes": storage_bytes(models[0], s),
+             "accuracies": [accuracy(quantize_weights(m, s), *test) for m in models]} for s in schemes]
+    if w8a8:
+        w8 = QuantScheme("int8", PerChannel(0))
+        rows.append({"scheme": W8A8_LABEL, "bits": 8, "size_bytes": storage_bytes(models[0], w8), "accuracies": [
+            accuracy(post_training_quantize(m, weights=w8, activations=QuantScheme("int8", symmetric=False),
+                                            calibration=[data.x_train[:calibration_images]]), *test)
+            for m in models]})
+    if dynamic:
+        int8 = [dynamic_int8(m) for m in models]
+        rows.append({"scheme": DYNAMIC_INT8_LABEL, "bits": 8, "backend": int8[0][1],
+                     "size_bytes": storage_bytes(models[0], QuantScheme("int8")),
+                     "accuracies": [accuracy(q, *test) for q, _ in int8]})
+    fp32 = [accuracy(m, *test) for m in models]
+    for row in rows:
+        row["ci"] = mean_ci95(row["accuracies"])
+        row["vs_fp32"] = paired_difference_ci95(row["accuracies"], fp32)
+    return {"seeds": list(seeds), "fp32": fp32, "fp32_ci": mean_ci95(fp32), "rows": rows}
 
 
 def int8_speed_sweep(*, widths: Iterable[int] = (256, 1024), batches: Iterable[int] = (1, 16, 256),
@@ -480,6 +536,7 @@ def low_precision_matmuls(*, device: torch.device | str | None = None, m: int | 
 
 
 __all__ = ["FakeQuantLinear", "quantize_weights", "calibrate", "post_training_quantize", "layer_errors",
-           "storage_bytes", "scheme_accuracies", "int8_speed_sweep", "dynamic_int8", "Fp8Linear", "fp8_model", "BACKENDS",
+           "storage_bytes", "scheme_accuracies", "scheme_accuracies_seeds", "W8A8_LABEL", "DYNAMIC_INT8_LABEL",
+           "int8_speed_sweep", "dynamic_int8", "Fp8Linear", "fp8_model", "BACKENDS",
            "LOW_PRECISION_ROWS", "low_precision_skip_reason", "int8_weight_only", "int4_weight_only",
            "dequantize_int4", "low_precision_matmuls"]

@@ -13,9 +13,9 @@ import io
 import json
 import os
 import pickle
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -186,6 +186,50 @@ def trained_mlp(config: TrainConfig = TrainConfig(), *, data: Digits | None = No
     return model, data
 
 
+def trained_mlps(config: TrainConfig, seeds: Sequence[int], *, data: Digits | None = None,
+                 cache_dir: str | Path | None = None) -> tuple[list[nn.Sequential], Digits]:
+    """One trained MLP per seed (``config`` with its ``seed`` replaced), each cached like :func:`trained_mlp`.
+
+    The base models of a multi-seed comparison: what varies between them is the initialisation and the order of
+    the training batches; the train/test split stays fixed.
+    """
+    if len(seeds) < 2 or len(set(seeds)) != len(seeds):
+        raise ValueError(f"need at least two distinct seeds for an interval, got {tuple(seeds)!r}")
+    data = data or load_digits()
+    models = [trained_mlp(replace(config, seed=int(s)), data=data, cache_dir=cache_dir)[0] for s in seeds]
+    return models, data
+
+
+def data_fingerprint(data: Digits) -> str:
+    """A short hash of the four tensors of ``data`` (part of every cache key that depends on the data)."""
+    digest = hashlib.sha256()
+    for t in (data.x_train, data.y_train, data.x_test, data.y_test):
+        digest.update(t.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
+def cached_json(prefix: str, spec: Mapping, compute: Callable[[], dict], *,
+                cache_dir: str | Path | None = None) -> dict:
+    """``compute()``'s JSON-able result, stored as ``<cache_dir>/<prefix>-<hash of spec>.json`` and read back on
+    the next call with the same ``spec`` (everything that decides the result). ``cache_dir=None`` uses
+    :func:`default_cache_dir`; an unreadable file is recomputed and overwritten (atomically)."""
+    key = hashlib.sha256(json.dumps({**spec, "format": CACHE_FORMAT, "torch": torch.__version__.split("+")[0]},
+                                    sort_keys=True).encode()).hexdigest()[:16]
+    folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    path = folder / f"{prefix}-{key}.json"
+    if path.exists():
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):
+            pass
+    result = compute()
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(result))
+    os.replace(tmp, path)
+    return result
+
+
 @torch.inference_mode()
 def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
     """Fraction of ``x`` classified as ``y`` (0..1)."""
@@ -259,5 +303,5 @@ def linear_flops(model: nn.Module, batch: int, *, count_zeros: bool = True) -> i
 
 
 __all__ = ["Digits", "TrainConfig", "load_digits", "make_mlp", "fit", "train_mlp", "trained_mlp",
-           "torch_threads", "default_cache_dir", "cache_key", "accuracy", "size_bytes", "param_bytes", "latencies",
+           "trained_mlps", "data_fingerprint", "cached_json", "torch_threads", "default_cache_dir", "cache_key", "accuracy", "size_bytes", "param_bytes", "latencies",
            "latency", "scorecard", "linear_flops"]

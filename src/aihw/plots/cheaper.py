@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from aihw.plots.style import COLUMN_WIDTH_IN, legend_outside, styled
+from aihw.plots.style import COLUMN_WIDTH_IN, PALETTE, legend_outside, styled
 
 FAMILY_MARKERS = {"fp32": "*", "quantized": "o", "int8 dynamic": "D", "pruned": "s", "distilled": "^",
                   "student alone": "v", "distilled + int8": "P"}
@@ -95,20 +95,79 @@ def plot_int8_speedup(rows: Sequence[Mapping], ax=None):
     return fig
 
 
+def _mean_low_high(value) -> tuple[float, float, float]:
+    """(mean, low, high) in % of an accuracy: a number (low = high = mean) or an interval with .mean/.low/.high
+    (:class:`aihw.stats.Interval`)."""
+    if hasattr(value, "mean"):
+        return 100 * value.mean, 100 * value.low, 100 * value.high
+    return 100 * float(value), 100 * float(value), 100 * float(value)
+
+
+def _accuracy_of(row: Mapping):
+    return row["ci"] if "ci" in row else row["accuracy"]
+
+
+def _interval_line(ax, xs, values, fmt: str, **kwargs) -> None:
+    """A line through the means with 95% error bars and a light band when ``values`` are intervals."""
+    mean, low, high = (np.array(v) for v in zip(*(_mean_low_high(v) for v in values), strict=True))
+    line = ax.errorbar(xs, mean, yerr=[mean - low, high - mean], fmt=fmt, capsize=3, **kwargs)
+    if np.any(high > low):
+        ax.fill_between(xs, low, high, color=line[0].get_color(), alpha=0.15, lw=0)
+
+
+def _reference_line(ax, value, label: str, **kwargs) -> None:
+    mean, low, high = _mean_low_high(value)
+    ax.axhline(mean, lw=1, label=label, **kwargs)
+    if high > low:
+        ax.axhspan(low, high, color=kwargs.get("color", "k"), alpha=0.1, lw=0)
+
+
 @styled
-def plot_sparsity_curves(rows: Sequence[Mapping], *, baseline: float, ax=None):
+def plot_sparsity_curves(rows: Sequence[Mapping], *, baseline, ax=None):
     """Accuracy (%) against sparsity, one line per (structure, fine-tuned) pair (rows with "structure",
-    "fine_tuned", "sparsity", "accuracy")."""
+    "fine_tuned", "sparsity" and either "accuracy" or "ci", a mean with its 95% interval, drawn as error bars
+    and a band, as from :func:`aihw.cheaper.prune.sparsity_sweep_seeds`). ``baseline``: the unpruned model's
+    accuracy, a number or an interval (a shaded band)."""
     fig, ax = _axes(ax)
     keys = list(dict.fromkeys((r["structure"], r["fine_tuned"]) for r in rows))
     for structure, tuned in keys:
-        pts = sorted((r["sparsity"], 100 * r["accuracy"]) for r in rows
-                     if r["structure"] == structure and r["fine_tuned"] == tuned)
-        ax.plot(*zip(*pts, strict=True), "o-" if tuned else "o--",
-                label=f"{structure}, {'fine-tuned' if tuned else 'no fine-tuning'}")
-    ax.axhline(100 * baseline, color="k", lw=1, ls=":", label="unpruned")
+        pts = sorted(((r["sparsity"], _accuracy_of(r)) for r in rows
+                      if r["structure"] == structure and r["fine_tuned"] == tuned), key=lambda p: p[0])
+        _interval_line(ax, [p[0] for p in pts], [p[1] for p in pts], "o-" if tuned else "o--",
+                       label=f"{structure}, {'fine-tuned' if tuned else 'no fine-tuning'}")
+    _reference_line(ax, baseline, "unpruned", color="k", ls=":")
+    n = next((r["ci"].n for r in rows if "ci" in r), None)
     ax.set(xlabel="sparsity (fraction of weights or neurons removed)", ylabel="test accuracy (%)",
-           title="Accuracy against sparsity")
+           title="Accuracy against sparsity" + (f" (mean of {n} seeds, 95% interval)" if n else ""))
+    legend_outside(ax)
+    return fig
+
+
+def _short_scheme(label: str) -> str:
+    """A scheme label short enough for a tick: 'int4 per-channel(axis=0) sym' -> 'int4 per-channel sym',
+    'W8A8: int8 weights + ...' -> 'W8A8'."""
+    return label.split(":")[0].replace("per-channel(axis=0)", "per-channel")
+
+
+@styled
+def plot_paired_differences(rows: Sequence[Mapping], *, key: str = "vs_fp32", xlabel: str = "", title: str = "",
+                            ax=None):
+    """A forest plot: for each row (with "scheme" or "name" and an interval under ``key``) the mean difference in
+    accuracy points and its 95% interval as a horizontal bar; the dashed line is zero. A bar that crosses it
+    is a difference inside the noise."""
+    fig, ax = _axes(ax, (COLUMN_WIDTH_IN, 0.8 + 0.42 * len(rows)))
+    names = [_short_scheme(r.get("scheme", r.get("name", ""))) for r in rows]
+    mean, low, high = (np.array(v) for v in zip(*(_mean_low_high(r[key]) for r in rows), strict=True))
+    y = np.arange(len(rows))
+    clear = (low > 0) | (high < 0)
+    for mask, colour, label in ((clear, PALETTE[1], "interval excludes 0"), (~clear, PALETTE[0], "interval covers 0")):
+        if mask.any():
+            ax.errorbar(mean[mask], y[mask], xerr=[mean[mask] - low[mask], high[mask] - mean[mask]], fmt="o",
+                        capsize=3, color=colour, label=label)
+    ax.axvline(0, color="k", lw=1, ls="--")
+    ax.set_yticks(y, names, fontsize="small")
+    ax.invert_yaxis()
+    ax.set(xlabel=xlabel or "accuracy difference (points), mean and 95% interval", title=title)
     legend_outside(ax)
     return fig
 
@@ -131,28 +190,36 @@ def plot_latency_bars(latencies_s: Mapping[str, float], *, flops: Mapping[str, f
 
 
 @styled
-def plot_distillation(rows: Sequence[Mapping], *, control: float, teacher: float, ax=None):
-    """Distilled student's accuracy (%) against temperature (rows with "temperature", "accuracy"), with the
-    student trained alone and the teacher as horizontal lines."""
+def plot_distillation(rows: Sequence[Mapping], *, control, teacher, ax=None):
+    """Distilled student's accuracy (%) against temperature (rows with "temperature" and "accuracy", or "ci", a
+    mean with its 95% interval, drawn as error bars and a band, as from
+    :func:`aihw.cheaper.distill.temperature_sweep_seeds`), with the student trained alone and the teacher as
+    horizontal lines (each a number or an interval, drawn as a shaded band)."""
     fig, ax = _axes(ax)
-    pts = sorted((r["temperature"], 100 * r["accuracy"]) for r in rows)
-    ax.plot(*zip(*pts, strict=True), "o-", label="distilled student")
-    ax.axhline(100 * control, color="#c44e52", ls="--", label=f"student alone ({100 * control:.1f}%)")
-    ax.axhline(100 * teacher, color="k", ls=":", label=f"teacher ({100 * teacher:.1f}%)")
+    pts = sorted(((r["temperature"], _accuracy_of(r)) for r in rows), key=lambda p: p[0])
+    _interval_line(ax, [p[0] for p in pts], [p[1] for p in pts], "o-", label="distilled student")
+    _reference_line(ax, control, f"student alone ({_mean_low_high(control)[0]:.1f}%)", color=PALETTE[1], ls="--")
+    _reference_line(ax, teacher, f"teacher ({_mean_low_high(teacher)[0]:.1f}%)", color="k", ls=":")
     ax.set(xscale="log", xlabel="temperature T", ylabel="test accuracy (%)", title="Distillation")
+    ax.set_xticks([p[0] for p in pts], [f"{p[0]:g}" for p in pts])
+    ax.xaxis.set_minor_formatter(NullFormatter())
     legend_outside(ax)
     return fig
 
 
 @styled
-def plot_accuracy_bars(accuracies: Mapping[str, float], *, title: str = "", ax=None):
-    """Test accuracy (%) of a few named models as horizontal bars, the value printed on each."""
+def plot_accuracy_bars(accuracies: Mapping[str, object], *, title: str = "", ax=None):
+    """Test accuracy (%) of a few named models as horizontal bars, the value printed on each. A value may be a
+    number or an interval (.mean/.low/.high, e.g. :class:`aihw.stats.Interval`): the bar is the mean and an error
+    bar the 95% interval."""
     fig, ax = _axes(ax, (COLUMN_WIDTH_IN, 2.8))
     names = list(accuracies)
-    vals = [100 * accuracies[n] for n in names]
-    bars = ax.barh(np.arange(len(names)), vals, color="#8172b2")
-    for bar, v in zip(bars, vals, strict=True):
-        ax.annotate(f"{v:.1f}%", (bar.get_width(), bar.get_y() + bar.get_height() / 2), xytext=(4, 0),
+    mean, low, high = (np.array(v) for v in zip(*(_mean_low_high(accuracies[n]) for n in names), strict=True))
+    bars = ax.barh(np.arange(len(names)), mean, color="#8172b2")
+    if np.any(high > low):
+        ax.errorbar(mean, np.arange(len(names)), xerr=[mean - low, high - mean], fmt="none", ecolor="k", capsize=3)
+    for bar, v, hi in zip(bars, mean, high, strict=True):
+        ax.annotate(f"{v:.1f}%", (hi, bar.get_y() + bar.get_height() / 2), xytext=(6, 0),
                     textcoords="offset points", va="center", fontsize="small")
     ax.set_yticks(np.arange(len(names)), names, fontsize="small")
     ax.invert_yaxis()
@@ -189,4 +256,4 @@ def plot_tradeoff(points: Sequence[Mapping], axes=None):
 
 
 __all__ = ["plot_weight_grid", "plot_layer_sqnr", "plot_scheme_accuracy", "plot_int8_speedup",
-           "plot_sparsity_curves", "plot_latency_bars", "plot_distillation", "plot_accuracy_bars", "plot_tradeoff"]
+           "plot_sparsity_curves", "plot_paired_differences", "plot_latency_bars", "plot_distillation", "plot_accuracy_bars", "plot_tradeoff"]
