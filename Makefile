@@ -38,7 +38,7 @@ test-book: setup
 	$(BIN)/jupyter-book build . -W -n --keep-going --all
 
 test-unit: setup browser-deps
-	$(BIN)/python -m pytest tests -q
+	$(BIN)/python -m pytest tests -q -p no:cacheprovider
 
 test-labs: setup
 	$(BIN)/python -m pytest --nbval-lax --nbval-cell-timeout=300 labs -q -p no:cacheprovider
