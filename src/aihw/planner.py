@@ -51,7 +51,7 @@ from aihw import collective_cost as cc
 from aihw._validate import require_choice, require_in_range, require_positive
 from aihw.catalogue.hardware import get_chip
 from aihw.catalogue.networks import get_network
-from aihw.flops import flops_per_token, model_flops_per_token
+from aihw.flops import Recompute, flops_per_token, model_flops_per_token
 from aihw.memory import PRECISION_BYTES, MemoryConfig, _grad_split, _stage_params, per_device_bytes
 from aihw.model_presets import ModelShape, resolve_model
 from aihw.parallel_dims import ParallelDims, divisors, stage_layers
@@ -286,8 +286,14 @@ class PlanConfig:
         _check_pins(self)
 
     @property
+    def shape(self) -> ModelShape:
+        """The model as a ModelShape (``model`` may be given as a name or a file; it is resolved on creation)."""
+        assert isinstance(self.model, ModelShape)
+        return self.model
+
+    @property
     def tokens(self) -> int:
-        return self.seq or self.model.max_seq
+        return self.seq or self.shape.max_seq
 
     def __hash__(self) -> int:
         # The step model's caches are keyed on the configuration and a search looks them up thousands of times:
@@ -425,7 +431,7 @@ def gemm_seconds(m: float, n: float, k: float, *, peak: float, hbm: float, fract
 def _layer_seconds(cfg: PlanConfig, ch: _Chip, tp: int, cp: int, ep: int, b: int, recompute: str
                    ) -> tuple[float, float, float]:
     """(forward, backward incl. recomputation, attention-core forward) seconds of one layer, one micro-batch."""
-    mdl, s = cfg.model, cfg.tokens
+    mdl, s = cfg.shape, cfg.tokens
     t = b * s / cp  # tokens on this device
     bpv = 4 if PRECISION_BYTES[cfg.precision] == 4 else 2
     g = functools.partial(gemm_seconds, peak=ch.peak, hbm=ch.hbm, fraction=ch.gemm, bytes_per_value=bpv)
@@ -465,7 +471,7 @@ def _layer_seconds(cfg: PlanConfig, ch: _Chip, tp: int, cp: int, ep: int, b: int
 
 @functools.lru_cache(maxsize=65536)
 def _head_seconds(cfg: PlanConfig, ch: _Chip, tp: int, cp: int, b: int) -> float:
-    mdl = cfg.model
+    mdl = cfg.shape
     t = b * cfg.tokens / cp
     fwd = gemm_seconds(t, mdl.vocab / tp, mdl.hidden, peak=ch.peak, hbm=ch.hbm, fraction=ch.gemm)
     softmax = 3 * 4 * t * mdl.vocab / tp / ch.hbm  # fp32 logits: write, read for softmax/loss, write gradient
@@ -523,7 +529,7 @@ def _step(cfg: PlanConfig, dims: ParallelDims, recompute: str, b: int, m: int, s
     eff = cfg.efficiency
     overlap = eff.overlap if overlap is None else overlap
     ch = _chip(cfg, gemm_scale)
-    mdl, s = cfg.model, cfg.tokens
+    mdl, s = cfg.shape, cfg.tokens
     tp, pp, cp, ep, dp, v = dims.tp, dims.pp, dims.cp, dims.ep, dims.dp, dims.virtual_stages
     bpv = 4 if PRECISION_BYTES[cfg.precision] == 4 else 2
     fwd, fwd_bwd_extra, attn = _layer_seconds(cfg, ch, tp, cp, ep, b, recompute)
@@ -613,7 +619,7 @@ def _memory_config(cfg: PlanConfig, dims: ParallelDims, recompute: str, b: int, 
                    stages: tuple[int, ...]) -> MemoryConfig:
     pp, v = dims.pp, dims.virtual_stages
     busiest = max(_device_layers(stages, pp, v))
-    return MemoryConfig(model=cfg.model, precision=cfg.precision, optimizer=cfg.optimizer, batch=b,
+    return MemoryConfig(model=cfg.shape, precision=cfg.precision, optimizer=cfg.optimizer, batch=b,
                         seq=cfg.tokens, recompute=recompute, zero=dims.zero, dp=dims.dp, tp=dims.tp, pp=pp,
                         cp=dims.cp, ep=dims.ep, virtual_stages=v, micro_batches=m, stage_layers=busiest,
                         attention=cfg.attention, grad_precision=cfg.grad_precision, schedule=cfg.schedule,
@@ -633,7 +639,7 @@ def evaluate(cfg: PlanConfig, dims: ParallelDims, *, recompute: str = "none", mi
 
 def _split(cfg: PlanConfig, dims: ParallelDims, b: int) -> tuple[int, tuple[int, ...]]:
     """(micro-batches m, layers per pipeline chunk) of a layout; ValueError if it does not suit the model/batch."""
-    dims.validate_model(cfg.model, seq=cfg.tokens)
+    dims.validate_model(cfg.shape, seq=cfg.tokens)
     if cfg.global_batch % (dims.dp * b):
         raise ValueError(f"global batch {cfg.global_batch} does not split into dp x micro-batch = "
                          f"{dims.dp} x {b} = {dims.dp * b} (it must be a multiple)")
@@ -641,7 +647,7 @@ def _split(cfg: PlanConfig, dims: ParallelDims, b: int) -> tuple[int, tuple[int,
     if dims.virtual_stages > 1 and m % dims.pp:
         raise ValueError(f"the interleaved schedule needs the micro-batches m = {m} to be a multiple of "
                          f"pp = {dims.pp}")
-    return m, _stage_layers(cfg.model.layers, dims.pp, dims.virtual_stages)
+    return m, _stage_layers(cfg.shape.layers, dims.pp, dims.virtual_stages)
 
 
 @functools.lru_cache(maxsize=256)
@@ -649,13 +655,13 @@ def _constants(cfg: PlanConfig) -> tuple[float, int, float, float]:
     """(usable bytes per chip, tokens per step, model FLOPs per step, dense peak FLOP/s): the same for every layout."""
     chip = get_chip(cfg.cluster.chip)
     tokens = cfg.global_batch * cfg.tokens
-    return (cfg.memory_fraction * chip.memory_bytes, tokens, model_flops_per_token(cfg.model, cfg.tokens) * tokens,
+    return (cfg.memory_fraction * chip.memory_bytes, tokens, model_flops_per_token(cfg.shape, cfg.tokens) * tokens,
             chip.peak_flops(cfg.precision))
 
 
 @functools.lru_cache(maxsize=256)
-def _executed_flops(cfg: PlanConfig, recompute: str) -> float:
-    return flops_per_token(cfg.model, cfg.tokens, recompute=recompute) * (cfg.global_batch * cfg.tokens)
+def _executed_flops(cfg: PlanConfig, recompute: Recompute) -> float:
+    return flops_per_token(cfg.shape, cfg.tokens, recompute=recompute) * (cfg.global_batch * cfg.tokens)
 
 
 def _evaluate(cfg: PlanConfig, dims: ParallelDims, recompute: str, b: int, m: int, stages: tuple[int, ...],
@@ -692,7 +698,7 @@ def with_band(cfg: PlanConfig, x: Layout) -> Layout:
 
 def _check_pins(cfg: PlanConfig) -> None:
     """Pinned degrees must suit the model and the cluster; ValueError naming the value and what would do."""
-    mdl, n, cpn = cfg.model, cfg.cluster.devices, cfg.cluster.chips_per_node
+    mdl, n, cpn = cfg.shape, cfg.cluster.devices, cfg.cluster.chips_per_node
     for name in ("tp", "pp", "dp", "cp", "ep", "virtual_stages", "micro_batches"):
         if getattr(cfg, name) is not None:
             require_positive("micro_batches (m)" if name == "micro_batches" else name, getattr(cfg, name),
@@ -735,7 +741,7 @@ def _check_pins(cfg: PlanConfig) -> None:
 
 def _candidates(cfg: PlanConfig) -> tuple[list[tuple], list[tuple[str, str]]]:
     """Degree combinations worth evaluating, and the rejected ones with their reason."""
-    mdl, n, cpn, s = cfg.model, cfg.cluster.devices, cfg.cluster.chips_per_node, cfg.tokens
+    mdl, n, cpn, s = cfg.shape, cfg.cluster.devices, cfg.cluster.chips_per_node, cfg.tokens
     max_tp = cfg.max_tp or cpn
     tps = [cfg.tp] if cfg.tp else [d for d in divisors(math.gcd(mdl.heads, mdl.hidden))
                                    if d <= max_tp and (cpn % d == 0) and n % d == 0 and mdl.ffn_dim % d == 0
@@ -796,7 +802,7 @@ class Plan:
     def to_dict(self, top: int = 10) -> dict:
         cfg, cl = self.config, self.config.cluster
         layouts = [{**x.to_dict(), "assumptions": list(self.assumptions)} for x in self.ranked[:top]]
-        return {"model": cfg.model.name,
+        return {"model": cfg.shape.name,
                 "cluster": {"chip": cl.chip, "chips_per_node": cl.chips_per_node, "nodes": cl.nodes,
                             "network": cl.network, "nvls": cl.nvls},
                 "global_batch": cfg.global_batch, "seq": cfg.tokens, "attention": cfg.attention,
@@ -871,7 +877,7 @@ def plan(cfg: PlanConfig) -> Plan:
     combos, rejected = _candidates(cfg)
     if not combos:
         reason = rejected[0][1] if rejected else (
-            f"no tp/pp/dp/cp combination fills {cfg.cluster.devices} chips for {cfg.model.name}")
+            f"no tp/pp/dp/cp combination fills {cfg.cluster.devices} chips for {cfg.shape.name}")
         raise ValueError(f"no layout is possible: {reason}")
     layouts = []
     zeros = cfg.zero_stages
@@ -887,9 +893,10 @@ def plan(cfg: PlanConfig) -> Plan:
                                                                            zero=zero, virtual_stages=v)
             if zero == searched[0]:  # the layout's checks (the same for every ZeRO stage)
                 m, stages = _split(cfg, dims, b)
-                base = base_of.get((dp, tp, pp, cp, ep, v))
-                if base is None:
-                    base = base_of[dp, tp, pp, cp, ep, v] = _memory_config(cfg, dims, order[0], b, m, stages)
+                found = base_of.get((dp, tp, pp, cp, ep, v))
+                if found is None:
+                    found = base_of[dp, tp, pp, cp, ep, v] = _memory_config(cfg, dims, order[0], b, m, stages)
+                base = found
             for recompute in order:
                 mem = _vary(base, batch=b, micro_batches=m, zero=zero, recompute=recompute)
                 x = _evaluate(cfg, dims, recompute, b, m, stages, mem, band=False, time_if_too_big=False)
