@@ -36,7 +36,10 @@ from aihw.parallel import _demo_workers as workers
 from aihw.parallel.launch import LaunchConfig, launch
 config = LaunchConfig(world_size=2, timeout_s=300, stop_grace_s=float(sys.argv[3]))
 try:
-    launch(workers.record_pid_then_wait, sys.argv[1], sys.argv[2] == "ignore", True, config=config)
+    if sys.argv[4] == "return_when_orphaned":
+        launch(workers.return_when_orphaned, sys.argv[1], config=config)
+    else:
+        launch(workers.record_pid_then_wait, sys.argv[1], sys.argv[2] == "ignore", True, config=config)
 except KeyboardInterrupt:
     print("interrupted", flush=True)
     sys.exit(130)
@@ -99,8 +102,9 @@ def _pids(folder: Path, world_size: int = 2, child: bool = True,
     return [int((folder / n).read_text()) for n in names]
 
 
-def _start_driver(folder: Path, sigterm: str = "obey", stop_grace_s: float = 3.0) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", DRIVER, str(folder), sigterm, str(stop_grace_s)],
+def _start_driver(folder: Path, sigterm: str = "obey", stop_grace_s: float = 3.0,
+                  worker: str = "record_pid_then_wait") -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", DRIVER, str(folder), sigterm, str(stop_grace_s), worker],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -237,9 +241,12 @@ def test_second_interrupt_during_the_stop_grace_period_still_stops_everything(tm
     _assert_all_end(pids, "ranks or their children of the twice-interrupted run")
 
 
-def test_ranks_and_their_children_die_when_the_parent_is_killed(tmp_path):
-    """SIGKILL gives the parent no chance to clean up: the ranks' orphan watcher must end them."""
-    driver = _start_driver(tmp_path)
+@pytest.mark.parametrize("worker", ["record_pid_then_wait", "return_when_orphaned"])
+def test_ranks_and_their_children_die_when_the_parent_is_killed(tmp_path, worker):
+    """SIGKILL gives the parent no chance to clean up: the ranks' orphan watcher must end them, and a rank that
+    ends on its own first (as when its collective fails because the parent's store is gone) ends its children
+    on the way out."""
+    driver = _start_driver(tmp_path, worker=worker)
     pids = _pids(tmp_path, driver=driver)
     driver.kill()
     driver.wait(timeout=PATIENCE_S)  # not communicate(): the orphans still hold the driver's pipes until they end

@@ -88,6 +88,20 @@ def record_pid_then_wait(ctx: RankContext, directory: str, ignore_sigterm: bool 
     return ctx.rank
 
 
+def return_when_orphaned(ctx: RankContext, directory: str) -> int:
+    """Start a child, write the pids as :func:`record_pid_then_wait` does, then return as soon as the launching
+    process is gone (polling every 10 ms, faster than the orphan watcher's look): a rank that ends on its own
+    after its parent died, as one whose collective fails when the parent's store goes away does."""
+    folder = Path(directory)
+    parent = os.getppid()
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+    _write_atomically(folder / f"rank{ctx.rank}.child.pid", str(child.pid))
+    _write_atomically(folder / f"rank{ctx.rank}.pid", str(os.getpid()))
+    while os.getppid() == parent:
+        time.sleep(0.01)
+    return ctx.rank
+
+
 def _write_atomically(path: Path, text: str) -> None:
     partial = path.with_name(path.name + ".part")
     partial.write_text(text)

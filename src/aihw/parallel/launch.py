@@ -249,14 +249,23 @@ def _kill_group(process: Any, sig: int) -> None:
         pass
 
 
+def _end_group_if_orphaned(parent_pid: int) -> None:
+    """If the launching process is gone, SIGKILL this rank's process group: the rank and whatever it started.
+
+    Nobody else will: the launcher, which stops a finished rank's group, is dead."""
+    if os.getppid() != parent_pid and hasattr(os, "killpg") and os.getpgrp() == os.getpid():
+        os.killpg(os.getpid(), signal.SIGKILL)
+
+
 def _exit_when_orphaned(parent_pid: int, interval_s: float = 0.5) -> None:
     """Start a daemon thread that ends this process, and the processes it started, if its parent dies
-    (e.g. a killed Jupyter kernel)."""
+    (e.g. a killed Jupyter kernel). A rank that ends on its own after its parent died (its collective fails
+    when the parent's store goes away) ends its group on the way out too (:func:`_child_main`), because this
+    thread dies with it before its next look."""
     def watch() -> None:
         while os.getppid() == parent_pid:
             time.sleep(interval_s)
-        if hasattr(os, "killpg") and os.getpgrp() == os.getpid():
-            os.killpg(os.getpid(), signal.SIGKILL)  # this rank's group: itself and whatever it started
+        _end_group_if_orphaned(parent_pid)
         os._exit(70)
 
     threading.Thread(target=watch, name="aihw-orphan-watch", daemon=True).start()
@@ -290,8 +299,11 @@ def _child_main(fn_ref: tuple[str, str], args_blob: bytes, rank: int, world_size
     try:
         results.put(report)  # report before teardown, so a slow teardown cannot hide the result
     finally:
-        if dist.is_initialized():
-            dist.destroy_process_group()
+        try:
+            if dist.is_initialized():
+                dist.destroy_process_group()
+        finally:
+            _end_group_if_orphaned(parent_pid)
 
 
 def _pickle_args(args: tuple) -> bytes:
