@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aihw.stats import mean_ci95, paired_difference_ci95, t_quantile_975
+from aihw.stats import mean_ci95, paired_difference_ci95, t_quantile_975, with_intervals
 
 
 def test_t_table_published_values():
@@ -32,3 +32,12 @@ def test_interval_of_five_values():
 def test_interval_contains_the_mean(values):
     ci = mean_ci95(values)
     assert ci.low <= ci.mean + 1e-9 and ci.mean <= ci.high + 1e-9
+
+
+def test_with_intervals_pairs_each_row_with_the_baseline_seed_by_seed():
+    result = with_intervals({"base": [0.9, 0.8, 0.85], "rows": [{"accuracies": [0.92, 0.83, 0.86]}]}, "base", "vs")
+    row = result["rows"][0]
+    assert row["ci"] == mean_ci95([0.92, 0.83, 0.86])
+    assert row["vs"] == paired_difference_ci95([0.92, 0.83, 0.86], [0.9, 0.8, 0.85])
+    assert row["vs"].high - row["vs"].low < row["ci"].high - row["ci"].low  # pairing removes the shared spread
+    assert result["base_ci"] == mean_ci95([0.9, 0.8, 0.85])

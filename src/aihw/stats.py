@@ -63,3 +63,15 @@ def paired_difference_ci95(a: Sequence[float], b: Sequence[float]) -> Interval:
     if len(a) != len(b):
         raise ValueError(f"paired runs need equal lengths, got {len(a)} and {len(b)}")
     return mean_ci95([x - y for x, y in zip(a, b, strict=True)])
+
+
+def with_intervals(result: dict, baseline: str, difference: str) -> dict:
+    """Add intervals to a multi-seed result ``{baseline: [per-seed values], "rows": [{"accuracies": [...]}]}``:
+    each row's ``"ci"`` (mean_ci95) and ``difference`` (paired against the baseline's values, seed by seed), and
+    the baseline's own ``baseline + "_ci"``. Returns ``result``, changed in place."""
+    for row in result["rows"]:
+        row["ci"] = mean_ci95(row["accuracies"])
+        row[difference] = paired_difference_ci95(row["accuracies"], result[baseline])
+    result[f"{baseline}_ci"] = mean_ci95(result[baseline])
+    return result
+

@@ -130,7 +130,7 @@ def temperature_sweep_seeds(teacher: nn.Module, data: Digits,
     from dataclasses import asdict, replace
 
     from aihw.models.digits import cached_json, data_fingerprint, torch_threads
-    from aihw.stats import mean_ci95, paired_difference_ci95
+    from aihw.stats import with_intervals
 
     if len(seeds) < 2 or len(set(seeds)) != len(seeds):
         raise ValueError(f"need at least two distinct seeds for an interval, got {seeds!r}")
@@ -151,12 +151,7 @@ def temperature_sweep_seeds(teacher: nn.Module, data: Digits,
             for t in temperatures]
         return {"seeds": list(seeds), "alone": alone, "rows": rows}
 
-    result = cached_json("distill-sweep", spec, run, cache_dir=cache_dir)
-    for row in result["rows"]:
-        row["ci"] = mean_ci95(row["accuracies"])
-        row["vs_alone"] = paired_difference_ci95(row["accuracies"], result["alone"])
-    result["alone_ci"] = mean_ci95(result["alone"])
-    return result
+    return with_intervals(cached_json("distill-sweep", spec, run, cache_dir=cache_dir), "alone", "vs_alone")
 
 
 def _teacher_fingerprint(teacher: nn.Module) -> str:

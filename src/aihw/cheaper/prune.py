@@ -196,7 +196,7 @@ def sparsity_sweep_seeds(config: TrainConfig, data: Digits, *, seeds: tuple[int,
     decides them.
     """
     from aihw.models.digits import cached_json, data_fingerprint, trained_mlps
-    from aihw.stats import mean_ci95, paired_difference_ci95
+    from aihw.stats import with_intervals
 
     for structure in structures:
         require_choice("structure", structure, STRUCTURES)
@@ -215,12 +215,7 @@ def sparsity_sweep_seeds(config: TrainConfig, data: Digits, *, seeds: tuple[int,
                 for i, r in enumerate(per_seed[0])]
         return {"seeds": list(seeds), "dense": [accuracy(m, data.x_test, data.y_test) for m in models], "rows": rows}
 
-    result = cached_json("prune-seeds", spec, run, cache_dir=cache_dir)
-    for row in result["rows"]:
-        row["ci"] = mean_ci95(row["accuracies"])
-        row["vs_dense"] = paired_difference_ci95(row["accuracies"], result["dense"])
-    result["dense_ci"] = mean_ci95(result["dense"])
-    return result
+    return with_intervals(cached_json("prune-seeds", spec, run, cache_dir=cache_dir), "dense", "vs_dense")
 
 
 def _hidden_width(model: nn.Module) -> int:

@@ -189,7 +189,7 @@ def scheme_accuracies_seeds(config: TrainConfig, data: Digits, schemes: Iterable
 
 def _scheme_accuracies_seeds(config, data, schemes, seeds, w8a8, dynamic, calibration_images, cache_dir) -> dict:
     from aihw.models.digits import trained_mlps
-    from aihw.stats import mean_ci95, paired_difference_ci95
+    from aihw.stats import with_intervals
 
     require_positive("calibration_images", calibration_images, integer=True)
     models, _ = trained_mlps(config, seeds, data=data, cache_dir=cache_dir)
@@ -208,10 +208,7 @@ def _scheme_accuracies_seeds(config, data, schemes, seeds, w8a8, dynamic, calibr
                      "size_bytes": storage_bytes(models[0], QuantScheme("int8")),
                      "accuracies": [accuracy(q, *test) for q, _ in int8]})
     fp32 = [accuracy(m, *test) for m in models]
-    for row in rows:
-        row["ci"] = mean_ci95(row["accuracies"])
-        row["vs_fp32"] = paired_difference_ci95(row["accuracies"], fp32)
-    return {"seeds": list(seeds), "fp32": fp32, "fp32_ci": mean_ci95(fp32), "rows": rows}
+    return with_intervals({"seeds": list(seeds), "fp32": fp32, "rows": rows}, "fp32", "vs_fp32")
 
 
 def int8_speed_sweep(*, widths: Iterable[int] = (256, 1024), batches: Iterable[int] = (1, 16, 256),
