@@ -46,6 +46,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, field, fields, replace
+from typing import Literal, get_args
 
 from aihw import collective_cost as cc
 from aihw._validate import require_choice, require_in_range, require_positive
@@ -56,8 +57,9 @@ from aihw.memory import PRECISION_BYTES, MemoryConfig, _grad_split, _stage_param
 from aihw.model_presets import ModelShape, resolve_model
 from aihw.parallel_dims import ParallelDims, divisors, stage_layers
 
-RECOMPUTE = ("none", "selective", "full")
-ATTENTION = ("fused", "eager")
+RECOMPUTE: tuple[Recompute, ...] = get_args(Recompute)
+Attention = Literal["fused", "eager"]  # FlashAttention-style kernels (no s x s scores stored) or eager scores
+ATTENTION: tuple[Attention, ...] = get_args(Attention)
 MAX_DEVICES = 1 << 22  # 4M chips: beyond any cluster built; bounds the search
 MAX_PP = 128
 CP_CHOICES = (1, 2, 4, 8, 16, 32)
@@ -103,7 +105,8 @@ NVLS_SPEEDUP = 1.3
 # dropout: read + write), at 2 bytes.
 ELEMENTWISE_H = 12
 EAGER_SCORE_PASSES = 4
-ELEMENTWISE = ("fused", "eager")
+Elementwise = Literal["fused", "eager"]  # Megatron-style fused kernels, or eager PyTorch ops one by one
+ELEMENTWISE: tuple[Elementwise, ...] = get_args(Elementwise)
 
 
 def eager_elementwise_bytes(model: ModelShape) -> tuple[float, float]:
@@ -244,9 +247,9 @@ class PlanConfig:
     optimizer: str = "adamw"
     grad_precision: str = "fp32"  # "fp32" (Megatron/DeepSpeed keep fp32 gradients) or "param"
     zero_stages: tuple[int, ...] = (0, 1, 2, 3)
-    recompute: tuple[str, ...] = RECOMPUTE
-    attention: str = "fused"  # "fused" (FlashAttention: no s x s scores stored) or "eager"
-    elementwise: str = "fused"  # "fused" (Megatron-style kernels) or "eager" (PyTorch ops one by one)
+    recompute: tuple[Recompute, ...] = RECOMPUTE
+    attention: Attention = "fused"  # "fused" (FlashAttention: no s x s scores stored) or "eager"
+    elementwise: Elementwise = "fused"  # "fused" (Megatron-style kernels) or "eager" (PyTorch ops one by one)
     sequence_parallel: bool = True  # Megatron sequence parallelism alongside TP
     memory_fraction: float = 0.9  # usable share of each chip's memory (the rest: framework, fragmentation)
     tp: int | None = None

@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from aihw.catalogue.hardware import get_chip
 from aihw.flops import model_flops_per_token
 from aihw.model_presets import ModelShape, get_preset
-from aihw.planner import Cluster, Efficiency, Layout, PlanConfig, pinned
+from aihw.planner import Attention, Cluster, Efficiency, Elementwise, Layout, PlanConfig, pinned
 
 DEFAULT_EFFICIENCY = Efficiency()
 
@@ -83,7 +83,7 @@ class PublishedRun:
     zero: int = 0
     micro_batch: int = 1
     recompute: str = "full"
-    attention: str = "eager"
+    attention: Attention = "eager"
     chip: str = "NVIDIA A100 80GB SXM"
     network: str = "InfiniBand HDR"
     precision: str = "fp16"
@@ -92,7 +92,7 @@ class PublishedRun:
     notes: str = ""
     cp: int = 1
     virtual_stages: int = 1
-    elementwise: str = "fused"  # "eager": PyTorch element-wise ops one kernel each (torchtitan without compile)
+    elementwise: Elementwise = "fused"  # "eager": PyTorch element-wise ops one kernel each (torchtitan without compile)
     recompute_every: int = 1  # k > 1: every k-th layer fully recomputed, the others not (torchtitan's
     #   "selective layer" activation checkpointing, selective_ac_option = '2')
     implementation: str = "megatron"  # a key of IMPLEMENTATIONS: how the stack runs ZeRO-3 and its collectives
