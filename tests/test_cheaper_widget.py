@@ -7,6 +7,7 @@ import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from widget_support import walk as _walk  # noqa: E402
 
 from aihw.models import digits  # noqa: E402
 from aihw.widgets import cheaper_lab  # noqa: E402
@@ -16,12 +17,6 @@ from aihw.widgets import cheaper_lab  # noqa: E402
 def setup():
     data = digits.load_digits()
     return digits.train_mlp(data, digits.TrainConfig(hidden=(64, 64), epochs=8)), data
-
-
-def _walk(widget):
-    yield widget
-    for child in getattr(widget, "children", ()):
-        yield from _walk(child)
 
 
 def _find(widget, kind, description=None):

@@ -7,6 +7,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import pytest  # noqa: E402
+from widget_support import walk as _walk  # noqa: E402
 
 from aihw import collective_cost as cc  # noqa: E402
 from aihw.plots import data_parallel as plots  # noqa: E402
@@ -133,7 +134,3 @@ def test_cluster_slider_keeps_the_default_exactly():
     assert 2.5e9 in [v for _, v in data_parallel_lab.size_options(2.5e9)]
 
 
-def _walk(widget):
-    yield widget
-    for child in getattr(widget, "children", ()):
-        yield from _walk(child)

@@ -7,17 +7,10 @@ import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 
+from widget_support import find as _find  # noqa: E402
+from widget_support import walk as _walk
+
 from aihw.widgets import formats_lab  # noqa: E402
-
-
-def _walk(widget):
-    yield widget
-    for child in getattr(widget, "children", ()):
-        yield from _walk(child)
-
-
-def _find(widget, description):
-    return next(w for w in _walk(widget) if getattr(w, "description", None) == description)
 
 
 def test_bit_view_shows_fields_and_kind():

@@ -4,18 +4,11 @@ import pytest
 
 pytest.importorskip("ipywidgets")
 
+from widget_support import find as _find  # noqa: E402
+from widget_support import walk as _walk
+
 from aihw.exercises import check_choice  # noqa: E402
 from aihw.widgets import inference_lab  # noqa: E402
-
-
-def _walk(widget):
-    yield widget
-    for child in getattr(widget, "children", ()):
-        yield from _walk(child)
-
-
-def _find(widget, description):
-    return next(w for w in _walk(widget) if getattr(w, "description", None) == description)
 
 
 def test_serving_view_html_and_numbers():

@@ -11,6 +11,7 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
+from widget_support import walk as _walk
 
 from aihw import collective_cost as cc
 from aihw._validate import NonFiniteResult, TooLarge, as_number, require_finite_result, require_positive
@@ -250,11 +251,6 @@ def test_ring_time_exercise_tells_an_answer_without_alpha_apart():
 
 
 # ----- widgets: every exception inline, stale verdicts cleared, numeric fields bounded ---------------------
-
-def _walk(widget):
-    yield widget
-    for child in getattr(widget, "children", ()):
-        yield from _walk(child)
 
 
 def test_widget_errors_of_any_type_show_inline_and_clear_the_old_verdict():

@@ -8,17 +8,13 @@ import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 
+from widget_support import walk as _walk  # noqa: E402
+
 from aihw.widgets import gpus_vs_tpus_lab  # noqa: E402
 
 
 def _html_of(widget, kind):
     return [w for w in _walk(widget) if type(w).__name__ == kind]
-
-
-def _walk(widget):
-    yield widget
-    for child in getattr(widget, "children", ()):
-        yield from _walk(child)
 
 
 def test_roofline_report_bounds():
