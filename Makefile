@@ -23,7 +23,9 @@ setup: $(BIN)/python
 	@$(BIN)/python scripts/live_assets.py fetch  # Pyodide core for the live calculators (needs npm; optional off CI)
 	@echo "setup done: $$($(BIN)/python -c 'import torch, aihw; print("aihw", aihw.__version__, "| torch", torch.__version__)')"
 
+# Pages run two at a time into the execution cache first (scripts/execute_pages.py); the build then renders.
 book: setup
+	$(BIN)/python scripts/execute_pages.py
 	$(BIN)/jupyter-book build . -W -n --keep-going
 	@echo "The executed book is at: file://$(CURDIR)/_build/html/index.html"
 
@@ -31,17 +33,23 @@ book: setup
 browser-deps:
 	@bash scripts/install_browser.sh
 
-# The test build executes every page every time: no execution cache (it is keyed on the page, not on the
-# package a page imports) and --all (Sphinx would otherwise skip a page whose source did not change).
+# The test build executes every page every time: it starts from an empty execution cache (the cache is keyed on
+# the page, not on the package a page imports) and builds with --all (Sphinx would otherwise skip a page whose
+# source did not change). Within `make test` the labs' pages come from the nbval run just before (KEEP_LABS=1):
+# each lab runs once, under nbval, and the build renders that run.
 test-book: setup
-	rm -rf _build/.jupyter_cache
+	$(if $(KEEP_LABS),,rm -rf _build/.jupyter_cache)
+	$(BIN)/python scripts/execute_pages.py
 	$(BIN)/jupyter-book build . -W -n --keep-going --all
 
 test-unit: setup browser-deps
 	$(BIN)/python -m pytest tests -q -p no:cacheprovider
 
+# nbval runs every lab; scripts/nbval_cache.py keeps each fully passed run as the book's executed page.
 test-labs: setup
-	$(BIN)/python -m pytest --nbval-lax --nbval-cell-timeout=300 labs -q -p no:cacheprovider
+	rm -rf _build/.jupyter_cache
+	$(BIN)/python -m pytest --nbval-lax --nbval-cell-timeout=300 labs -q -p no:cacheprovider \
+	  -p scripts.nbval_cache --nbval-cache _build/.jupyter_cache
 
 # ruff; the layer contract (import-linter, [tool.importlinter] in pyproject.toml); types (mypy, [tool.mypy]);
 # labs' .ipynb in step with their text sources.
@@ -55,16 +63,22 @@ lint: setup
 labs: setup
 	$(BIN)/python scripts/labs.py sync
 
-test: setup browser-deps lint test-book test-unit test-labs
+test: setup browser-deps lint test-labs
+	$(MAKE) --no-print-directory test-book KEEP_LABS=1
+	$(MAKE) --no-print-directory test-unit
 	@echo "all test stages passed"
 
 # The GPU suite: GPU tests, every lab under nbval on the GPU, and a report of the measured figures.
-test-gpu: setup
-	@$(BIN)/python -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" || \
-	  { echo "make test-gpu: no CUDA GPU is visible on this machine, so there is nothing to run (make test is the CPU suite)"; exit 0; }
-	$(BIN)/python -m pytest tests -q -m gpu -p no:cacheprovider -rs
-	$(BIN)/python -m pytest --nbval-lax --nbval-cell-timeout=300 labs -q -p no:cacheprovider
-	$(BIN)/python -m aihw.measure.gpu_report --out gpu_report.md
+# The runtime's own CUDA torch, never a freshly installed one (a PyPI wheel may need a newer driver and see no
+# GPU). The preflight fails with one line unless this Python's torch sees a GPU.
+PYTHON_GPU ?= python3
+GPU_RUN = PYTHONPATH=$(CURDIR)/src $(PYTHON_GPU)
+
+test-gpu:
+	@$(GPU_RUN) -m aihw.measure.gpu_preflight
+	$(GPU_RUN) -m pytest tests -q -m gpu -p no:cacheprovider -rs
+	$(GPU_RUN) -m pytest --nbval-lax --nbval-cell-timeout=300 labs -q -p no:cacheprovider
+	$(GPU_RUN) -m aihw.measure.gpu_report --out gpu_report.md
 
 # Speed and fidelity tables. bench_build_and_ci.py (fresh-clone set-up, book and CI times) is slow: run it alone.
 bench: setup

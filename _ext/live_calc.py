@@ -11,7 +11,7 @@
 The form's fields are read from the subcommand's own argparse options (help text, defaults, choices). On the first
 change the page loads Pyodide's core (CPython in WebAssembly, from the book's own ``_static/pyodide/``) and the
 package's wheel (``_static/live/``, built from the working tree at build time), then calls
-:func:`aihw.live.run_json`, the code behind ``aihw <command> --json``. Errors appear beside the field they name,
+:func:`aihw.cli.live.run_json`, the code behind ``aihw <command> --json``. Errors appear beside the field they name,
 and the last good result stays. Without JavaScript, or when loading fails, the static content stays as it is.
 
 When the Pyodide core is missing (no npm at set-up: see ``scripts/live_assets.py``), pages keep only the static
@@ -96,7 +96,7 @@ class LiveCalc(SphinxDirective):
                    "caption": directives.unchanged}
 
     def run(self) -> list[nodes.Node]:
-        from aihw import live
+        from aihw.cli import live
 
         command = self.arguments[0]
         fallback = nodes.container(classes=["aihw-live-fallback"])

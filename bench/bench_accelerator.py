@@ -12,8 +12,8 @@ import time
 
 import torch
 
-from aihw import energy
 from aihw.accel import attention, fusion, hierarchy, profile
+from aihw.chips import energy
 
 
 def timed(label: str, fn):

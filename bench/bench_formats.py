@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from aihw import numerics
+from aihw.formats import numerics
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 
-from aihw.serving import estimate_serving
+from aihw.serving.estimator import estimate_serving
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -60,7 +60,7 @@ def fidelity() -> None:
 
     from aihw.inference import decode
     from aihw.inference.model import GenConfig
-    from aihw.serving import kv_bytes_per_token
+    from aihw.serving.estimator import kv_bytes_per_token
 
     torch.set_num_threads(2)
     bandwidth, peak, machine = decode.measure_machine(max_seconds=10)

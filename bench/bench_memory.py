@@ -15,7 +15,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from aihw.memory import estimate_memory  # noqa: E402
+from aihw.memory.estimator import estimate_memory  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 

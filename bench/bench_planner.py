@@ -2,15 +2,15 @@
 
 Run: ``python bench/bench_planner.py``. Prints (never asserts) the wall time of a full search over a 2,048-node x 8
 H100 cluster (target <= 2 s), of the bounded-input rejection of a 10^12-chip cluster, and the validation table
-(predicted/published per-GPU throughput, target within +-15%; see aihw.validation for sources and conventions).
+(predicted/published per-GPU throughput, target within +-15%; see aihw.planning.published for sources and conventions).
 """
 
 from __future__ import annotations
 
 import time
 
-from aihw.planner import Cluster, PlanConfig, plan
-from aihw.validation import RUNS, compare, fit_overhead
+from aihw.planning.planner import Cluster, PlanConfig, plan
+from aihw.planning.published import RUNS, compare, fit_overhead
 
 TARGET_S = 2.0
 

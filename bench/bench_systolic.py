@@ -1,4 +1,4 @@
-"""Wall time of the cycle-by-cycle systolic simulator (aihw.systolic.simulate) on this machine.
+"""Wall time of the cycle-by-cycle systolic simulator (aihw.chips.systolic.simulate) on this machine.
 
 Target: a 64 x 64 array on 256 x 256 matrices in <= 2 s. Run: python bench/bench_systolic.py
 """
@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 
-from aihw.systolic import DATAFLOWS, simulate
+from aihw.chips.systolic import DATAFLOWS, simulate
 
 TARGET_S = 2.0
 TARGET_CASE = (64, 256)      # (array size, matrix size) the target applies to

@@ -42,10 +42,10 @@ if not torch.cuda.is_available():
 
 import matplotlib.pyplot as plt
 
-from aihw import systolic
 from aihw.accel import fusion, hierarchy, power, profile
 from aihw.catalogue import compare
-from aihw.exercises import check, compare_prediction, reveal
+from aihw.chips import systolic
+from aihw.exercises import check, compare_prediction, expected, reveal
 from aihw.plots import accelerator as plots
 from aihw.widgets import accelerator_lab
 
@@ -178,7 +178,7 @@ display(check(answer_1, share, rel_tol=0.01, unit="%", hint="Which two peaks doe
         check(answer_2, util, rel_tol=0.01, unit="%",
               hint="Utilisation = useful MACs / (cycles x PEs); `systolic.predicted_cycles` counts the cycles."),
         check(answer_3, moved, rel_tol=0.02, unit="MB", hint="Count each op's reads and writes of a whole tensor."),
-        check(answer_4, "memory", choices=("compute", "memory"),
+        check(answer_4, expected(accelerator_lab.CHOICES, 4), choices=("compute", "memory"),
               hint="Compare the FLOP an element-wise op does with the bytes it moves."))
 
 # %% [markdown]

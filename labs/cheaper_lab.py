@@ -39,7 +39,7 @@ import torch
 from aihw.cheaper import distill, prune, quantize_model
 from aihw.cheaper.quantize import PerChannel, PerGroup, QuantScheme, choose_qparams, dequantize, quantize
 from aihw.cheaper.quantize import quantized_size_bytes as packed_bytes
-from aihw.exercises import check, compare_prediction, reveal
+from aihw.exercises import check, compare_prediction, expected, reveal
 from aihw.models import digits
 from aihw.plots import cheaper as cplots
 from aihw.widgets import cheaper_lab
@@ -106,10 +106,13 @@ print(quantize_model.fp8_model(model)[1])
 #
 # One layer, a decode-like batch of 16 rows, through every real low-precision kernel this machine has: INT8 and
 # INT4 weight-only (`torch._weight_int8pack_mm`, `torch._weight_int4pack_mm`), FP8 (`torch._scaled_mm`, compute
-# capability ≥ 8.9) and 2:4 semi-structured sparsity (≥ 8.0). Speed-up is against the dense matmul in bf16 on a
-# GPU (fp32 on a CPU); the error is against the fp32 result. What cannot run here says why. On a CPU the two
-# weight-only kernels do run (small sizes): expect them to be *slower* than the dense fp32 matmul, which is the
-# most tuned CPU kernel there is; on a GPU, at batch 16, the weight bytes set the time, so fewer bytes should win.
+# capability ≥ 8.9) and 2:4 semi-structured sparsity (≥ 8.0). Speed-up is against the dense matmul in the GPU's
+# tensor-core 16-bit float (bf16; fp16 on a T4, whose bf16 is emulated) or fp32 on a CPU; the error is against
+# the fp32 result. What cannot run here says why. On a CPU the two weight-only kernels do run (small sizes):
+# expect them to be *slower* than the dense fp32 matmul, which is the most tuned CPU kernel there is. On a GPU,
+# at batch 16, the weight bytes set the time, so fewer bytes win with a tuned kernel (INT4 here); torch's CUDA
+# INT8 weight-only kernel is a naive one, and its row says so: expect it slower. The FP8 row times the matmul
+# alone, and separately with quantising the input each call.
 
 # %%
 import torch
@@ -220,7 +223,7 @@ check(answer_3, digits.linear_flops(variants["−75% neurons"], 1), rel_tol=0, u
 
 # %%
 answer_4 = None
-check(answer_4, "neurons", choices=("unstructured", "neurons"),
+check(answer_4, expected(cheaper_lab.CHOICES, 4), choices=("unstructured", "neurons"),
       hint="does a dense matmul skip a zero? Which one changes the matrices' shapes?")
 
 # %% [markdown]

@@ -37,8 +37,8 @@ import os
 import matplotlib.pyplot as plt
 import torch
 
-from aihw import collective_cost as cc
-from aihw.exercises import check, compare_prediction, reveal
+from aihw.comm import collectives as cc
+from aihw.exercises import check, compare_prediction, expected, reveal
 from aihw.memory import MemoryConfig, estimate
 from aihw.parallel import collectives_bench
 from aihw.parallel import data_parallel as dp
@@ -205,7 +205,7 @@ check(answer_4, expected_4, rel_tol=0.001, unit="bytes", hint="count the steps o
 
 # %%
 answer_5 = None
-check(answer_5, "during backward", choices=("after forward", "during backward", "after the optimizer step"),
+check(answer_5, expected(data_parallel_lab.CHOICES, 5), choices=("after forward", "during backward", "after the optimizer step"),
       hint="when do gradients exist, and what does bucketing overlap with?")
 
 # %% [markdown]

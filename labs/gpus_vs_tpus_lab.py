@@ -34,8 +34,8 @@ except ImportError:
 import matplotlib.pyplot as plt
 import numpy as np
 
-from aihw import roofline, simt, systolic
 from aihw.catalogue import hardware
+from aihw.chips import roofline, simt, systolic
 from aihw.exercises import check, compare_prediction, reveal
 from aihw.plots.gpus_vs_tpus import plot_roofline
 from aihw.plots.style import setup_book
@@ -115,11 +115,11 @@ assert per_mac["SIMT"] > 2 and per_mac["systolic"] < per_mac["SIMT"] / 10
 # pressing anything.
 
 # %%
-display(gpus_vs_tpus_lab.measure_panel(chips=("H100 SXM", "TPU v5e")))  # lab_config(); bf16 roofline on a GPU
+display(gpus_vs_tpus_lab.measure_panel(chips=("H100 SXM", "TPU v5e")))  # lab_config(); bf16 (T4: fp16) on a GPU
 
 from IPython.display import HTML
 
-from aihw.measure.device import detect_chip
+from aihw.measure.device import detect_chip, roofline_dtype
 from aihw.measure.roofline import lab_config, measure_device
 
 # Before running: predict this machine's best fp32 matmul throughput (GFLOP/s). A laptop core does a few to a few
@@ -129,7 +129,7 @@ my_gflops_prediction = None  # GFLOP/s
 # lab_config(): a few seconds of fp32 on a CPU; on a GPU every dtype it has (fp32/tf32/fp16/bf16/fp8), n up to 8192.
 mine = measure_device(lab_config())
 view = gpus_vs_tpus_lab.roofline_view(mine, detect_chip(), chips=("H100 SXM", "TPU v5e"),
-                                      dtype="bf16" if mine.device.startswith("cuda") else "fp32")
+                                      dtype=roofline_dtype(mine.device))  # fp16 on a T4 (no bf16 tensor cores)
 print(view["label"], "|", view["note"])
 plot_roofline(view["chips"], view["dtype"], measured=mine)  # on a known GPU, its own roofline comes first
 plt.show()

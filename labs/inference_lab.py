@@ -39,9 +39,9 @@ from aihw.exercises import check, reveal
 from aihw.inference import decode, quantized
 from aihw.inference.model import GenConfig
 from aihw.inference.speculative import expected_tokens_per_round
-from aihw.model_presets import get_preset
 from aihw.plots import inference as iplots
 from aihw.serving import estimate_serving, kv_bytes_per_token
+from aihw.transformer.shapes import get_preset
 from aihw.widgets import inference_lab
 
 torch.set_num_threads(2)
@@ -204,7 +204,6 @@ display(check(answer1, expected1, rel_tol=0.01, unit="bytes", hint="2 (K and V) 
         check(answer3, expected3, choices=("memory", "compute"),
               hint="compare the FLOPs of 64 tokens with the bytes of the weights plus 64 KV caches of 4096 tokens."),
         check(answer4, expected4, rel_tol=0.01, unit="tokens", hint="1 + 0.8 + 0.8^2 + ... : one term per accepted guess, plus the target's own token."))
-assert expected1 == 327_680 and expected3 in ("memory", "compute")
 
 # %% [markdown]
 # Try every exercise first. Then `reveal(inference_lab.SOLUTIONS, n)` shows a worked solution for exercise `n`.
@@ -212,4 +211,3 @@ assert expected1 == 327_680 and expected3 in ("memory", "compute")
 # %%
 # reveal(inference_lab.SOLUTIONS, 1)
 assert all(str(reveal(inference_lab.SOLUTIONS, n)) for n in inference_lab.SOLUTIONS)  # worked solutions exist
-assert "327,680" in inference_lab.solution(1)

@@ -38,10 +38,10 @@ from aihw.catalogue import hardware
 from aihw.exercises import check, compare_prediction, reveal
 from aihw.measure.memory import MeasureConfig, compare, predict
 from aihw.memory import GB, MemoryConfig, estimate_memory
-from aihw.memory_fit import devices_needed
-from aihw.model_presets import get_preset
+from aihw.memory.fit import devices_needed
 from aihw.models.tinygpt import TinyGPTConfig
 from aihw.plots.memory import plot_predicted_vs_measured
+from aihw.transformer.shapes import get_preset
 from aihw.widgets import memory_lab
 
 torch.set_num_threads(2)
@@ -200,7 +200,6 @@ display(check(answer1, expected1, rel_tol=0.02, unit="GB",
               hint="ZeRO-3 shards model state, but what does each GPU still hold in full?"),
         check(answer4, expected4, choices=("weights", "kv cache"),
               hint="compute both: weights are 2 B per parameter; the cache grows with batch x context."))
-assert expected1 > 100 and expected3 > 8  # the exercises size real models: model state alone exceeds an H100
 
 # %% [markdown]
 # ### Worked solutions, on request

@@ -36,8 +36,8 @@ import matplotlib.pyplot as plt
 import torch
 from IPython.display import HTML, display
 
-from aihw import pipeline_sim
-from aihw.exercises import check, compare_prediction, reveal
+from aihw.exercises import check, compare_prediction, expected, reveal
+from aihw.layout import schedules
 from aihw.models.tinygpt import TinyGPTConfig
 from aihw.parallel import pipeline, tensor_parallel
 from aihw.parallel.launch import LaunchConfig, launch
@@ -62,12 +62,12 @@ setup_book()  # the book's figure style: column width, legible text, SVG
 display(model_parallel_lab.schedule_explorer(schedule="1f1b", p=4, m=8, v=2))
 
 # The default view as a plain figure, and the prediction for the run below:
-plot_simulated(pipeline_sim.simulate("1f1b", 4, 8))
+plot_simulated(schedules.simulate("1f1b", 4, 8))
 plt.show()
 P, M = 2, 4
-predicted = pipeline_sim.bubble_fraction(P, M)
+predicted = schedules.bubble_fraction(P, M)
 print(f"prediction for p={P}, m={M}: bubble {predicted:.1%} of the step")
-assert abs(pipeline_sim.simulate("gpipe", P, M).bubble - predicted) < 1e-12
+assert abs(schedules.simulate("gpipe", P, M).bubble - predicted) < 1e-12
 
 # %% [markdown]
 # ## Measure: GPipe and 1F1B as real processes
@@ -87,7 +87,7 @@ results = pipeline.run_pipeline(configs, stages=P)
 for runs in results:
     s = pipeline.summary(runs)
     events, step = pipeline.timeline(runs)
-    sim = pipeline_sim.simulate(s["schedule"], P, M, forward_s=s["forward_s"], backward_s=s["backward_s"])
+    sim = schedules.simulate(s["schedule"], P, M, forward_s=s["forward_s"], backward_s=s["backward_s"])
     plot_measured_and_simulated(events, step, sim, measured_bubble=s["bubble_measured"])
     plt.show()
     print(f"{s['schedule']}: bubble measured {s['bubble_measured']:.1%}, simulated with measured times "
@@ -165,7 +165,7 @@ assert best_plan.best.memory_bytes <= 0.9 * 80e9
 
 # %%
 answer_1 = None  # a fraction, e.g. 0.5
-check(answer_1, pipeline_sim.bubble_fraction(8, 24), rel_tol=0.01,
+check(answer_1, schedules.bubble_fraction(8, 24), rel_tol=0.01,
       hint="how many slots does the fill and the drain take, out of how many in the whole step?")
 
 # %% [markdown]
@@ -174,7 +174,7 @@ check(answer_1, pipeline_sim.bubble_fraction(8, 24), rel_tol=0.01,
 
 # %%
 answer_2 = None  # micro-batches
-check(answer_2, pipeline_sim.peak_in_flight("1f1b", 8, 24, 0), rel_tol=0, unit="micro-batches",
+check(answer_2, schedules.peak_in_flight("1f1b", 8, 24, 0), rel_tol=0, unit="micro-batches",
       hint="how many forwards does stage 0 run before its first backward can start?")
 
 # %% [markdown]
@@ -194,7 +194,7 @@ check(answer_3, tensor_parallel.tp_comm_per_layer(batch=1, seq=4096, hidden=5120
 
 # %%
 answer_4 = None  # a ratio
-check(answer_4, pipeline_sim.simulate("1f1b", 4, 8).bubble / pipeline_sim.simulate("interleaved", 4, 8, v=2).bubble,
+check(answer_4, schedules.simulate("1f1b", 4, 8).bubble / schedules.simulate("interleaved", 4, 8, v=2).bubble,
       rel_tol=0.02, hint="interleaving splits each stage into v chunks: which term of the bubble formula changes?")
 
 # %% [markdown]
@@ -203,7 +203,7 @@ check(answer_4, pipeline_sim.simulate("1f1b", 4, 8).bubble / pipeline_sim.simula
 
 # %%
 answer_5 = None
-check(answer_5, "tensor", choices=("pipeline", "tensor"),
+check(answer_5, expected(model_parallel_lab.CHOICES, 5), choices=("pipeline", "tensor"),
       hint="compare the bytes crossing a pipeline cut with those of the all-reduces inside every layer.")
 
 # %% [markdown]

@@ -35,10 +35,11 @@ except ImportError:
 import torch
 from IPython.display import HTML, display
 
-from aihw import comm_roofline, validation
+from aihw.comm import roofline as comm_roofline
 from aihw.exercises import check, compare_prediction, reveal
 from aihw.parallel import context_parallel, expert_parallel
 from aihw.parallel.launch import run
+from aihw.planning import published
 from aihw.widgets import planning_lab
 
 print(f"aihw {aihw.__version__}, torch {torch.__version__}")
@@ -70,7 +71,7 @@ assert row["fits"] and 0.85 <= row["ratio"] <= 1.15
 # %%
 display(planning_lab.published_run_widget("GPT-3 175B ZeRO-3, 1536 GPUs"))
 
-rows = [validation.compare(r) for r in validation.TABLE1]
+rows = [published.compare(r) for r in published.TABLE1]
 print("Table 1, predicted / published:", ", ".join(f"{r['ratio']:.2f}" for r in rows))
 assert all(0.85 <= r["ratio"] <= 1.15 and r["fits"] for r in rows)
 

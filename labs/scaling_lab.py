@@ -33,10 +33,11 @@ except ImportError:
 
 import torch
 
-from aihw import flops, scaling
-from aihw.exercises import check, compare_prediction, reveal
+from aihw import scaling
+from aihw.exercises import check, compare_prediction, expected, reveal
 from aihw.measure.flops import count_training_step
 from aihw.models.tinygpt import TinyGPTConfig
+from aihw.transformer import flops
 from aihw.widgets import scaling_lab
 
 torch.set_num_threads(2)
@@ -115,12 +116,10 @@ display(check(answer_1, scaling.compute_optimal(1e24, "hoffmann-approach1").toke
         check(answer_2, scaling.training_run(scaling.training_flops(70e9, 1.4e12), "TPU v5p", chips=512,
                                              mfu=0.5).days, rel_tol=0.03, unit="days",
               hint="time = 6ND / (chips x dense bf16 peak x MFU); the peak is in `aihw hardware show v5p`."),
-        check(answer_3, "artefact", choices=("finding", "artefact"),
+        check(answer_3, expected(scaling_lab.CHOICES, 3), choices=("finding", "artefact"),
               hint="compare with the two other estimation approaches of the same paper, and read Besiroglu et al."))
 
 # %%
 # After trying: reveal(scaling_lab.SOLUTIONS, 1), reveal(scaling_lab.SOLUTIONS, 2), reveal(scaling_lab.SOLUTIONS, 3)
 # The solutions exist (computed, not typed) without being shown here; the allocation lessons hold.
 assert all(str(reveal(scaling_lab.SOLUTIONS, n)) for n in (1, 2, 3))
-assert 15 < view["methods"]["hoffmann-approach1"]["tokens_per_param"] < 25
-assert view["methods"]["hoffmann-approach3-rounded"]["tokens_per_param"] > 80

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import pytest
 from browser_support import book_dir, chromium_browser, require_browser, unavailable
 
-from aihw import live
+from aihw.cli import live
 
 pytestmark = pytest.mark.browser
 

@@ -91,7 +91,7 @@ def test_no_internal_names_in_messages(capsys, argv):
 
 
 def test_sizes_suffixes_and_precision_names(capsys):
-    from aihw.commands._args import parse_bytes, parse_count
+    from aihw.cli.args import parse_bytes, parse_count
 
     assert parse_count("7B") == 7e9 and parse_count("1.5e9") == 1.5e9 and parse_count("70m") == 7e7
     assert parse_count("4K") == 4e3 and parse_count("1T") == 1e12 and parse_count("7_000") == 7000

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aihw import collective_cost as cc
 from aihw.catalogue.networks import get_network, load_networks, parse_networks
+from aihw.comm import collectives as cc
 
 LINK = cc.LinkModel(alpha_s=5e-6, bandwidth_bytes_per_s=100e9, name="test")
 worlds = st.integers(min_value=2, max_value=4096)
@@ -135,7 +135,7 @@ def test_cluster_extrapolation_orders_the_layouts():
 
 
 def test_analytic_modules_do_not_load_torch():
-    code = ("import sys, aihw.collective_cost as c, aihw.catalogue.networks; c.cluster_estimates(1e9); "
+    code = ("import sys, aihw.comm.collectives as c, aihw.catalogue.networks; c.cluster_estimates(1e9); "
             "sys.exit(1 if {'torch', 'matplotlib', 'ipywidgets'} & set(sys.modules) else 0)")
     assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0
 
@@ -152,7 +152,7 @@ def test_cli_prints_predictions_and_names_bad_input(capsys):
 
 
 def test_low_r2_fits_are_flagged():
-    from aihw import collective_cost as cc
+    from aihw.comm import collectives as cc
 
     assert cc.fit_flag(0.99) == ""
     assert "low R²" in cc.fit_flag(0.5) and "0.50" in cc.fit_flag(0.5)

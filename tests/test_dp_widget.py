@@ -9,7 +9,7 @@ matplotlib.use("Agg")
 import pytest  # noqa: E402
 from widget_support import walk as _walk  # noqa: E402
 
-from aihw import collective_cost as cc  # noqa: E402
+from aihw.comm import collectives as cc  # noqa: E402
 from aihw.plots import data_parallel as plots  # noqa: E402
 from aihw.widgets import data_parallel_lab  # noqa: E402
 

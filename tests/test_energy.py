@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aihw import energy, simt
-from aihw.simt import ACCESS_FIELDS, AccessCounts
+from aihw.chips import energy, simt
+from aihw.chips.simt import ACCESS_FIELDS, AccessCounts
 
 counts_strategy = st.builds(AccessCounts, *(st.integers(0, 10**6) for _ in range(6)), macs=st.integers(1, 10**6),
                             pe_register_transfers=st.integers(0, 10**6),

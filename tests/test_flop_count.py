@@ -2,13 +2,13 @@ import pytest
 
 pytest.importorskip("torch")
 
-from aihw import flops  # noqa: E402
 from aihw.measure.flops import count_training_step  # noqa: E402
 from aihw.models.tinygpt import TinyGPTConfig  # noqa: E402
+from aihw.transformer import flops  # noqa: E402
 
 
 def test_counted_training_flops_match_the_flop_model():
-    """FlopCounterMode counts every matmul of a real step: aihw.flops (both attention matmuls) must match it."""
+    """FlopCounterMode counts every matmul of a real step: aihw.transformer.flops (both attention matmuls) must match it."""
     cfg = TinyGPTConfig(width=128, depth=2, heads=4, seq_len=32)
     step = count_training_step(cfg, batch=2, repeats=1)
     predicted = flops.model_flops_per_token(cfg.shape(), cfg.seq_len) * step.tokens

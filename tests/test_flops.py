@@ -2,8 +2,13 @@
 
 import pytest
 
-from aihw.flops import flops_per_token, forward_flops_per_token, matmul_params, model_flops_per_token
-from aihw.model_presets import ModelShape, get_preset
+from aihw.transformer.flops import (
+    flops_per_token,
+    forward_flops_per_token,
+    matmul_params,
+    model_flops_per_token,
+)
+from aihw.transformer.shapes import ModelShape, get_preset
 
 # Attention-heavy on purpose: a narrow model at a long context, where the two attention matmuls are most of it.
 LONG = ModelShape("long-context", hidden=64, layers=2, heads=4, vocab=32, max_seq=4096)
@@ -48,7 +53,7 @@ def test_bad_sequence_length_is_one_clear_error(bad):
 @pytest.mark.parametrize("hidden,layers,heads,published", [(12288, 96, 96, 2.7), (20480, 105, 128, 1.6)])
 def test_selective_recompute_reproduces_korthikanti_figures(hidden, layers, heads, published):
     """Korthikanti et al. 2022 quote 2.7% (GPT-3) and 1.6% (MT-NLG): s/(6h+s) of the forward pass."""
-    from aihw.validation import megatron_gpt
+    from aihw.planning.published import megatron_gpt
 
     shape = megatron_gpt("m", hidden, layers, heads)
     fwd = forward_flops_per_token(shape, 2048)

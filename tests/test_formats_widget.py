@@ -52,8 +52,8 @@ def test_run_panel_rejects_unknown_experiment_and_runs_one():
 
 
 def test_worked_solutions_agree_with_the_encoders():
-    from aihw import numerics
     from aihw.exercises import reveal
+    from aihw.formats import numerics
 
     assert formats_lab.WORKED[1]()[0] == numerics.round_to(0.3, "fp8_e4m3")
     assert formats_lab.WORKED[2]()[0] == 2**14 and numerics.encode(2.0 * 2**14, "fp16") != 0x7C00

@@ -11,7 +11,7 @@ from aihw.inference.model import GenConfig  # noqa: E402
 from aihw.inference.paged import waste_for_trace  # noqa: E402
 from aihw.inference.quantized import quantized_decode_points  # noqa: E402
 from aihw.plots import inference as iplots  # noqa: E402
-from aihw.serving import ServingConfig, batch_sweep  # noqa: E402
+from aihw.serving.estimator import ServingConfig, batch_sweep  # noqa: E402
 
 
 def test_measure_point_and_figures():

@@ -8,13 +8,14 @@ import numpy as np
 import pytest
 import torch
 
-from aihw import collective_cost as cc
-from aihw import pipeline_sim, roofline, systolic
 from aihw.catalogue import hardware
+from aihw.chips import roofline, systolic
+from aihw.comm import collectives as cc
 from aihw.exercises import check, reveal
-from aihw.memory import GB, MemoryConfig, estimate, estimate_memory
-from aihw.memory_fit import devices_needed
-from aihw.model_presets import get_preset
+from aihw.layout import schedules
+from aihw.memory.estimator import GB, MemoryConfig, estimate, estimate_memory
+from aihw.memory.fit import devices_needed
+from aihw.transformer.shapes import get_preset
 from aihw.widgets import (
     accelerator_lab,
     cheaper_lab,
@@ -49,11 +50,11 @@ def _expected():
                             2: cc.bus_bandwidth(cc.algorithm_bandwidth(2**30, 12e-3), 16) / 1e9,
                             3: (zero1["optimizer"] + zero1["master_weights"]) / 1e9,
                             4: cc.all_reduce_terms(4, "ring")[1] * 64 * 2**20},
-        model_parallel_lab: {1: pipeline_sim.bubble_fraction(8, 24), 2: pipeline_sim.peak_in_flight("1f1b", 8, 24, 0),
+        model_parallel_lab: {1: schedules.bubble_fraction(8, 24), 2: schedules.peak_in_flight("1f1b", 8, 24, 0),
                              3: tensor_parallel.tp_comm_per_layer(batch=1, seq=4096, hidden=5120, tp=8,
                                                                   bytes_per_value=2)["bytes_per_step"],
-                             4: pipeline_sim.simulate("1f1b", 4, 8).bubble
-                             / pipeline_sim.simulate("interleaved", 4, 8, v=2).bubble},
+                             4: schedules.simulate("1f1b", 4, 8).bubble
+                             / schedules.simulate("interleaved", 4, 8, v=2).bubble},
     }
 
 
@@ -86,7 +87,7 @@ def test_scaling_solutions_exist():
 
 
 def test_planning_worked_solutions():
-    from aihw import comm_roofline
+    from aihw.comm import roofline as comm_roofline
     from aihw.parallel import context_parallel
     from aihw.widgets import planning_lab
 
@@ -98,3 +99,18 @@ def test_planning_worked_solutions():
         derived, text = planning_lab.WORKED[n]()
         assert check(derived, value, rel_tol=1e-3).ok, (n, derived, value)
         assert text and "Solution" in str(reveal(planning_lab.SOLUTIONS, n))
+
+
+def test_categorical_answers_come_from_the_package_with_a_worked_solution():
+    """Each lab's categorical answers (CHOICES) are what its check compares with, and each has a worked solution."""
+    from aihw.exercises import expected
+
+    answers = {accelerator_lab: {4: "memory"}, cheaper_lab: {4: "neurons"},
+               data_parallel_lab: {5: "during backward"}, model_parallel_lab: {5: "tensor"}, scaling_lab: {3: "artefact"}}
+    for module, by_number in answers.items():
+        assert set(module.CHOICES) == set(by_number), module.__name__
+        for n, answer in by_number.items():
+            assert expected(module.CHOICES, n) == answer
+            assert answer in str(reveal(module.SOLUTIONS, n))
+    with pytest.raises(ValueError, match="no exercise 9"):
+        expected(cheaper_lab.CHOICES, 9)

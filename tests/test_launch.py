@@ -178,6 +178,8 @@ def test_nccl_on_cpu_machine_is_refused_before_starting():
     ("threads_per_rank", 0, r"threads_per_rank must be an integer in \[1, 1024\], got 0"),
     ("stop_grace_s", 0, r"stop_grace_s must be a positive.*got 0"),
     ("stop_grace_s", float("inf"), r"stop_grace_s must be a finite number"),
+    ("stop_grace_s", 2.0**31, r"stop_grace_s must be at most 600 s"),
+    ("timeout_s", 1e14, r"timeout_s must be at most 604,800 s"),
 ])
 def test_bad_config_values_are_named(field, value, pattern):
     with pytest.raises(ValueError, match=pattern):
@@ -202,3 +204,27 @@ def test_demo_worker_runs_under_torchrun():
     assert done.returncode == 0, done.stderr[-2000:]
     lines = sorted(re.findall(r"rank \d/2 backend=\w+ total=\d+ expected=\d+", done.stdout))
     assert lines == ["rank 0/2 backend=gloo total=3 expected=3", "rank 1/2 backend=gloo total=3 expected=3"]
+
+
+def test_sigint_deferred_holds_ctrl_c_until_the_block_ends():
+    import signal as _signal
+
+    from aihw.parallel.launch import _sigint_deferred
+
+    reached_end = False
+    with pytest.raises(KeyboardInterrupt):
+        with _sigint_deferred():
+            _signal.raise_signal(_signal.SIGINT)
+            reached_end = True  # the interrupt waits for the end of the block
+    assert reached_end and _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler
+
+
+def test_worker_from_python_stdin_gets_the_module_hint():
+    import subprocess
+    import sys
+
+    code = ("from aihw.parallel.launch import launch\n"
+            "def work(ctx):\n    return 1\n"
+            "try:\n    launch(work)\nexcept ValueError as e:\n    print('ValueError:', e)\n")
+    out = subprocess.run([sys.executable, "-"], input=code, capture_output=True, text=True, timeout=120)
+    assert "define the worker in a module" in out.stdout, out.stdout + out.stderr[-2000:]

@@ -216,6 +216,13 @@ def test_a_ranks_own_child_does_not_outlive_a_successful_run(tmp_path):
     _assert_all_end(_pids(tmp_path), "processes started by ranks")
 
 
+def test_a_child_in_a_new_session_does_not_outlive_the_run(tmp_path):
+    """Signals to a rank's process group miss a child that started a session of its own; the launcher finds it
+    by walking /proc for the rank's descendants."""
+    launch(workers.start_session_child, str(tmp_path), config=LaunchConfig(world_size=2, timeout_s=PATIENCE_S))
+    _assert_all_end(_pids(tmp_path), "children started in a new session")
+
+
 def test_interrupt_stops_the_ranks_and_their_children(tmp_path):
     driver = _start_driver(tmp_path)
     pids = _pids(tmp_path, driver=driver)

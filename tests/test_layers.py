@@ -37,7 +37,8 @@ def _analytic_modules() -> list[str]:
         modules.append(part)
         spec_path = Path(aihw.__path__[0], *part.split(".")[1:])
         if spec_path.is_dir():
-            modules += [info.name for info in pkgutil.walk_packages([str(spec_path)], prefix=part + ".")]
+            modules += [info.name for info in pkgutil.walk_packages([str(spec_path)], prefix=part + ".")
+                        if not info.name.endswith(".__main__")]  # importing it runs the command line
     return modules
 
 

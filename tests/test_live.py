@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from aihw import cli, live
+from aihw import cli
+from aihw.cli import live
 
 
 def _cli_json(argv: list[str]) -> dict:
@@ -23,10 +24,10 @@ def test_live_commands_import_only_the_standard_library(command):
     """What Pyodide's core has: no numpy, no torch, no matplotlib (they are blocked in the child)."""
     code = ("import sys\n"
             "for m in ('numpy', 'torch', 'matplotlib', 'ipywidgets'): sys.modules[m] = None\n"
-            "import aihw.live\n"
-            f"spec = aihw.live.form({command!r}, [])\n"
+            "import aihw.cli.live\n"
+            f"spec = aihw.cli.live.form({command!r}, [])\n"
             f"aihw.cli.build_parser(only={command!r})\n"
-            "import importlib; importlib.import_module('aihw.commands.' + " + repr(command) + ")\n"
+            "import importlib; importlib.import_module('aihw.cli.commands.' + " + repr(command) + ")\n"
             "print('ok')")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]

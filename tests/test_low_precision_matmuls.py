@@ -38,8 +38,8 @@ def test_int4_layout_round_trips_within_half_a_step():
 
 
 @pytest.mark.parametrize(("capability", "expect"), [
-    ((7, 5), {"int4 weight-only": "8.0", "fp8 (e4m3, per-tensor)": "no FP8 tensor cores", "2:4 sparse": "8.0"}),
-    ((8, 0), {"int4 weight-only": None, "fp8 (e4m3, per-tensor)": "no FP8 tensor cores", "2:4 sparse": None}),
+    ((7, 5), {"int4 weight-only": "8.0", "fp8 (e4m3, per-tensor)": "FP8 tensor cores", "2:4 sparse": "8.0"}),
+    ((8, 0), {"int4 weight-only": None, "fp8 (e4m3, per-tensor)": "FP8 tensor cores", "2:4 sparse": None}),
     ((9, 0), {"int4 weight-only": None, "fp8 (e4m3, per-tensor)": None, "2:4 sparse": None}),
 ])
 def test_gpu_skip_reasons_follow_compute_capability(monkeypatch, capability, expect):

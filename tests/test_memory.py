@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aihw.memory import (
+from aihw.memory.estimator import (
     COMPONENTS,
     MemoryConfig,
     activation_bytes_per_layer,
@@ -15,8 +15,8 @@ from aihw.memory import (
     estimate_memory,
     korthikanti_per_layer,
 )
-from aihw.memory_fit import devices_needed
-from aihw.model_presets import PRESETS, ModelShape, get_preset, resolve_model
+from aihw.memory.fit import devices_needed
+from aihw.transformer.shapes import PRESETS, ModelShape, get_preset, resolve_model
 
 # Published counts are rounded, so compare within 1%. GPT-2's paper (Radford et al. 2019, Table 2) prints
 # 117M/345M/762M/1542M, below the released checkpoints' 124.4M/354.8M/774.0M/1557.6M (by 6.4%, 2.8%, 1.6%, 1.0%).
@@ -117,7 +117,7 @@ def test_devices_needed_and_h100():
 
 
 def test_fit_table_uses_catalogue():
-    from aihw.memory_fit import fit_table
+    from aihw.memory.fit import fit_table
 
     rows = fit_table(MemoryConfig(model=resolve_model("llama-2-7b"), mode="infer", batch=4), ["h100-sxm", "t4"])
     assert rows[0]["fits_one"] and not rows[1]["fits_one"] and rows[1]["devices"]["tp/pp"] >= 2
@@ -248,7 +248,7 @@ def test_mistral_kv_cache_honours_its_sliding_window():
 
 
 def test_flops_layer_intensities():
-    from aihw import flops
+    from aihw.transformer import flops
 
     m = get_preset("llama-2-7b")
     decode = {o.op: o.intensity for o in flops.layer_intensities(m, batch=64, new_tokens=1, context=4096)}
@@ -273,9 +273,9 @@ SPLITS = [dict(dp=8, zero=3), dict(dp=8, zero=3, zero3_keep_gathered=True), dict
     MemoryConfig(model="mistral-7b", mode="infer", batch=8, seq=8192, kv_precision="fp8_e4m3"),
 ], ids=["llama-fused", "gpt2-fp16", "mixtral-full", "mistral-infer"])
 def test_single_device_total_ignores_how_the_model_is_split(base):
-    """per_device_bytes computes the total once for every split of a search (aihw.memory.SPLIT_FIELDS): the
+    """per_device_bytes computes the total once for every split of a search (aihw.memory.estimator.SPLIT_FIELDS): the
     total must not depend on any of those fields, and per_device_bytes must equal estimate()'s number."""
-    from aihw.memory import SPLIT_FIELDS, per_device_bytes
+    from aihw.memory.estimator import SPLIT_FIELDS, per_device_bytes
 
     assert set(SPLIT_FIELDS) <= {f.name for f in dataclasses.fields(MemoryConfig)}
     splits = SPLITS + ([dict(dp=2, ep=2), dict(dp=4, ep=4, tp=2)] if base.model.is_moe else [])

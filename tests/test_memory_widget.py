@@ -33,7 +33,7 @@ def test_memory_view_bad_input():
 def test_update_draws_the_split_model():
     # (update speed, <= 100 ms, is printed by bench/bench_memory.py, not timed here)
     html = memory_lab.html_bars(memory_lab.memory_view(model="llama-3-70b", zero=3, dp=32, tp=8))
-    assert "chip memory 80 GB" in html and "per device (256)" in html
+    assert "chip memory 80 GiB" in html and "per device (256)" in html
 
 
 def test_static_figure():

@@ -2,7 +2,7 @@
 
 import pytest
 
-from aihw.model_presets import get_preset, load_model_file, resolve_model
+from aihw.transformer.shapes import get_preset, load_model_file, resolve_model
 
 LLAMA_7B = """name = "llama-2-7b-file"
 hidden = 4096

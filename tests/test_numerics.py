@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aihw import numerics as N
-from aihw.precision import get_format
+from aihw.formats import numerics as N
+from aihw.formats.precision import get_format
 
 torch = pytest.importorskip("torch")
 

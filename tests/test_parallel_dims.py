@@ -2,8 +2,8 @@
 
 import pytest
 
-from aihw.model_presets import get_preset
-from aihw.parallel_dims import ParallelDims, divisors, stage_layers
+from aihw.layout.dims import ParallelDims, divisors, stage_layers
+from aihw.transformer.shapes import get_preset
 
 
 def test_product_must_match_devices():

@@ -6,7 +6,7 @@ matplotlib.use("Agg")
 
 import pytest  # noqa: E402
 
-from aihw.pipeline_sim import bubble_fraction  # noqa: E402
+from aihw.layout.schedules import bubble_fraction  # noqa: E402
 from aihw.widgets import model_parallel_lab  # noqa: E402
 
 
@@ -40,12 +40,12 @@ def test_widgets_show_errors_inline():
 
 
 def test_published_run_view_starts_from_the_runs_own_implementation():
-    from aihw import validation
+    from aihw.planning import published
     from aihw.widgets import planning_lab
 
     name = "GPT-3 175B ZeRO-3, 1536 GPUs"
     own, _ = planning_lab.published_run_view(name)
-    assert own["ratio"] == pytest.approx(validation.compare(next(r for r in validation.RUNS if r.name == name))["ratio"])
+    assert own["ratio"] == pytest.approx(published.compare(next(r for r in published.RUNS if r.name == name))["ratio"])
     hierarchical, _ = planning_lab.published_run_view(name, flat_collectives=False)
     assert hierarchical["ratio"] > 1.5 * own["ratio"]  # NCCL-style rings would hide DeepSpeed's traffic
     box = planning_lab.published_run_widget(name)

@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from aihw.layout.schedules import schedule_order
 from aihw.models.tinygpt import TinyGPTConfig
 from aihw.parallel.launch import LaunchConfig, launch
 from aihw.parallel.layer_parallel import reference_step
@@ -14,7 +15,6 @@ from aihw.parallel.pipeline import (
     timeline,
     torch_pipelining_worker,
 )
-from aihw.pipeline_sim import schedule_order
 
 MODEL = TinyGPTConfig(width=32, depth=6, heads=4, seq_len=16)
 CONFIGS = {  # p -> configs run in one launch

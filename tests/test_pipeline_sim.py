@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aihw.pipeline_sim import bubble_fraction, idle_events, peak_in_flight, schedule_order, simulate
+from aihw.layout.schedules import bubble_fraction, idle_events, peak_in_flight, schedule_order, simulate
 
 
 @given(p=st.integers(1, 8), m=st.integers(1, 16), schedule=st.sampled_from(["gpipe", "1f1b"]),
@@ -71,7 +71,7 @@ def test_bad_input(call, match):
 
 def test_glossary_1f1b_stage_k_holds_p_minus_k():
     # Glossary: stage k (from 0) of p holds at most p - k micro-batches under 1F1B (m >= p).
-    from aihw import pipeline_sim
+    from aihw.layout import schedules
 
     for p in (2, 4, 8):
-        assert [pipeline_sim.peak_in_flight("1f1b", p, 2 * p, k) for k in range(p)] == [p - k for k in range(p)]
+        assert [schedules.peak_in_flight("1f1b", p, 2 * p, k) for k in range(p)] == [p - k for k in range(p)]

@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 
 from aihw.catalogue.hardware import get_chip
 from aihw.cli import main
-from aihw.memory import estimate
-from aihw.parallel_dims import ParallelDims
-from aihw.planner import Cluster, PlanConfig, _memory_config, evaluate, pinned, plan
-from aihw.validation import RUNS, TABLE1, TABLE2, compare
+from aihw.layout.dims import ParallelDims
+from aihw.memory.estimator import estimate
+from aihw.planning.planner import Cluster, PlanConfig, _memory_config, evaluate, pinned, plan
+from aihw.planning.published import RUNS, TABLE1, TABLE2, compare
 
 CFG = PlanConfig(model="llama-2-13b", cluster=Cluster(chip="H100 SXM", chips_per_node=8, nodes=2),
                  global_batch=64, seq=2048)
@@ -86,7 +86,7 @@ def test_uneven_stages_accept_real_runs():
     bloom = pinned(PlanConfig(model="gpt2-small", cluster=Cluster(nodes=12), global_batch=96, seq=1024),
                    dp=8, tp=1, pp=12)
     assert sum(bloom.stages) == 12 and len(bloom.stages) == 12
-    from aihw.parallel_dims import stage_layers
+    from aihw.layout.dims import stage_layers
     assert stage_layers(126, 16) == (7,) + (8,) * 14 + (7,)  # Llama 3 405B: lighter first and last stages
     assert stage_layers(70, 12) == (5,) + (6,) * 10 + (5,)  # BLOOM-176B
 
@@ -100,7 +100,7 @@ def test_interleaving_shrinks_the_bubble():
 
 
 def test_zero3_traffic_per_micro_batch():
-    from aihw.planner import Efficiency
+    from aihw.planning.planner import Efficiency
     base = PlanConfig(model="llama-2-7b", cluster=Cluster(nodes=4), global_batch=256, seq=2048, micro_batch=1,
                       efficiency=Efficiency(overlap=False))
     many = pinned(base, dp=32, tp=1, pp=1, zero=3)  # m = 8 micro-batches
@@ -112,8 +112,8 @@ def test_zero3_traffic_per_micro_batch():
 def test_zero3_deepspeed_2021_traffic_and_bandwidth():
     """GPT-3 ZeRO-3 on 1,536 GPUs as DeepSpeed ran it: 3 gathers (forward, recomputed forward, backward) hidden
     behind compute as far as they go, the fp16 reduce-scatter exposed, every byte at the per-GPU HDR port rate."""
-    from aihw.memory import _stage_params
-    from aihw.planner import BUS_FRACTION, zero3_gathers_per_micro_batch
+    from aihw.memory.estimator import _stage_params
+    from aihw.planning.planner import BUS_FRACTION, zero3_gathers_per_micro_batch
 
     run = next(r for r in TABLE2 if r.zero == 3 and r.gpus == 1536)
     assert run.implementation == "deepspeed-2021" and run.micro_batch == 1
@@ -132,7 +132,7 @@ def test_zero3_deepspeed_2021_traffic_and_bandwidth():
 
 
 def test_zero3_gathers_per_executed_forward_and_exposed_reduce_scatter():
-    from aihw.planner import Efficiency
+    from aihw.planning.planner import Efficiency
     base = PlanConfig(model="llama-2-7b", cluster=Cluster(nodes=4), global_batch=64, seq=2048, micro_batch=1,
                       efficiency=Efficiency(overlap=False))
     fsdp = pinned(base, dp=32, tp=1, pp=1, zero=3, recompute="full")
@@ -152,7 +152,7 @@ def test_zero3_gathers_per_executed_forward_and_exposed_reduce_scatter():
 
 
 def test_fused_attention_backward_recomputes_scores():
-    from aihw.planner import attention_backward_factor
+    from aihw.planning.planner import attention_backward_factor
     assert attention_backward_factor("fused") == 2.5  # QK^T again, then dV, dP, dQ, dK: 5 matmuls against 2
     assert attention_backward_factor("eager") == 2.0
 
@@ -164,8 +164,8 @@ def test_torchtitan_rows_compare_tokens_per_second():
 
 
 def test_eager_elementwise_counted_kernel_by_kernel():
-    from aihw.model_presets import get_preset
-    from aihw.planner import eager_elementwise_bytes
+    from aihw.planning.planner import eager_elementwise_bytes
+    from aihw.transformer.shapes import get_preset
     m = get_preset("llama-3-8b")  # h 4096, GQA kv 1024, SwiGLU 14336, RMSNorm, rotary
     h, kv, f = 4096, 1024, 14336
     assert eager_elementwise_bytes(m) == (2 * 36 * h + 20 * (h + kv) + 4 * (h + kv) + 4 * h + 10 * f + 12 * h,
@@ -239,7 +239,7 @@ def test_bad_input(make, match):
 
 
 def test_batch_that_never_splits_names_the_cause():
-    with pytest.raises(ValueError, match="no layout is possible: global batch 3"):
+    with pytest.raises(ValueError, match="no layout is possible with the pins tp=1, pp=1, micro_batch=1: global batch 3"):
         plan(PlanConfig(model="gpt2-small", cluster=Cluster(nodes=1), global_batch=3, seq=1024, micro_batch=1,
                         tp=1, pp=1))
 

@@ -12,10 +12,11 @@ from aihw.plots import cheaper, data_parallel, diagrams, gpus_vs_tpus, memory, m
 
 
 def _figures():
-    from aihw import collective_cost as cc
-    from aihw import pipeline_sim, systolic
-    from aihw.memory import estimate_memory
-    from aihw.simt import simt_matmul_counts
+    from aihw.chips import systolic
+    from aihw.chips.simt import simt_matmul_counts
+    from aihw.comm import collectives as cc
+    from aihw.layout import schedules
+    from aihw.memory.estimator import estimate_memory
 
     A, B = np.ones((8, 8)), np.ones((8, 8))
     ws = systolic.simulate(A, B, size=4)
@@ -40,7 +41,7 @@ def _figures():
          {"scheme": "int2", "vs_fp32": mean_ci95([-0.06, -0.07, -0.05])}])
     yield "cluster", data_parallel.plot_cluster_estimates(cc.cluster_estimates(14e9, nodes=2, tpu_chips=16))
     yield "breakdown", memory.plot_breakdown(estimate_memory("llama-2-7b"), capacity_bytes=80e9)
-    yield "schedule", model_parallel.plot_simulated(pipeline_sim.simulate("1f1b", 4, 8))
+    yield "schedule", model_parallel.plot_simulated(schedules.simulate("1f1b", 4, 8))
     for name in ("draw_gpu_sm", "draw_tpu_chip", "draw_systolic_dataflow", "draw_node_vs_torus"):
         yield name, getattr(diagrams, name)()
 
@@ -95,7 +96,7 @@ def test_setup_book_sets_svg_text():
 
 
 def test_systolic_animation_is_small_and_offline():
-    from aihw import systolic
+    from aihw.chips import systolic
 
     trace = systolic.trace(np.arange(12).reshape(4, 3) % 5, np.arange(9).reshape(3, 3) % 4, size=3)
     html = diagrams.systolic_animation(trace).to_jshtml()

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from aihw.precision import FORMATS, bytes_per_element, format_table, get_format
+from aihw.formats.precision import FORMATS, bytes_per_element, format_table, get_format
 
 
 @pytest.mark.parametrize("name, dtype", [("fp32", np.float32), ("fp16", np.float16)])
@@ -67,7 +67,7 @@ def test_fp4_e2m1_matches_the_ocp_spec():
 def test_every_precision_the_package_names_is_in_the_registry():
     """One vocabulary: the catalogue, the memory estimator, the measurement and quantization all resolve here."""
     from aihw.catalogue import hardware
-    from aihw.memory import WEIGHT_PRECISIONS
+    from aihw.memory.estimator import WEIGHT_PRECISIONS
 
     for name in (*hardware.PRECISIONS, *WEIGHT_PRECISIONS):
         get_format(name)

@@ -13,11 +13,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from widget_support import walk as _walk
 
-from aihw import collective_cost as cc
 from aihw._validate import NonFiniteResult, TooLarge, as_number, require_finite_result, require_positive
 from aihw.cli import main
+from aihw.comm import collectives as cc
 from aihw.exercises import check
-from aihw.memory import MemoryConfig, estimate
+from aihw.memory.estimator import MemoryConfig, estimate
 
 HUGE_INT = "9" * 400
 
@@ -212,7 +212,7 @@ def test_quantizer_refuses_a_range_too_wide_for_a_scale_and_non_tensors():
 
 
 def test_systolic_simulator_refuses_work_of_minutes():
-    from aihw.systolic import predicted_cycles, simulate
+    from aihw.chips.systolic import predicted_cycles, simulate
 
     a = np.ones((2000, 2000), dtype=np.float32)
     with pytest.raises(ValueError, match="use smaller matrices, or predicted_cycles"):
@@ -299,18 +299,19 @@ def test_every_numeric_text_field_of_every_widget_is_bounded():
 
 
 # ----- the Python API under junk: ValueError with a message, never another exception, NaN or negative -------
-# (aihw.planner's search is covered by tests/test_planner.py.)
+# (aihw.planning.planner's search is covered by tests/test_planner.py.)
 
 def _api_calls():
-    from aihw import flops as aihw_flops
     from aihw import memory as me
-    from aihw import memory_fit as mf
-    from aihw import pipeline_sim, simt
-    from aihw import precision as pr
-    from aihw import roofline as r
     from aihw import scaling as sc
-    from aihw import systolic as sy
-    from aihw.model_presets import get_preset
+    from aihw.chips import roofline as r
+    from aihw.chips import simt
+    from aihw.chips import systolic as sy
+    from aihw.formats import precision as pr
+    from aihw.layout import schedules
+    from aihw.memory import fit as mf
+    from aihw.transformer import flops as aihw_flops
+    from aihw.transformer.shapes import get_preset
 
     JUNK = [None, "x", "", -1, 0, 0.5, -0.0, float("nan"), float("inf"), -float("inf"), 10**400, 1e308, True, [1], np.int64(4), np.float32(2.0), torch.tensor(3), torch.tensor([1., 2.]), 2**63, 3]
     link = cc.LinkModel(1e-6, 1e9)
@@ -352,8 +353,8 @@ def _api_calls():
      "estimate_memory_p": lambda a, b: me.estimate_memory(params=a, overhead_fraction=b if not isinstance(b, (int,float)) or b < 10 else 0).per_device_bytes,
      "devices_needed": lambda a, b: mf.devices_needed(me.MemoryConfig(model="gpt2-small"), a, max_devices=b),
      "flops_per_token": lambda a, b: aihw_flops.flops_per_token(model, a),
-     "bubble_fraction": lambda a, b: pipeline_sim.bubble_fraction(a, b),
-     "pipeline_times": lambda a, b: pipeline_sim.simulate("1f1b", 2, 4, forward_s=a, backward_s=b),
+     "bubble_fraction": lambda a, b: schedules.bubble_fraction(a, b),
+     "pipeline_times": lambda a, b: schedules.simulate("1f1b", 2, 4, forward_s=a, backward_s=b),
     }
     def negative(x):
         if isinstance(x, (int, float)) and not isinstance(x, bool):

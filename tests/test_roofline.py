@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aihw import roofline as rl
+from aihw.chips import roofline as rl
 
 pos = st.floats(min_value=1e-3, max_value=1e18, allow_nan=False, allow_infinity=False)
 dims = st.integers(min_value=1, max_value=100_000)

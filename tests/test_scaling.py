@@ -7,7 +7,7 @@ from aihw import scaling
 
 def test_six_nd():
     assert scaling.training_flops(1e9, 2e10) == 1.2e20
-    # FLOPs per token of a given shape (both attention matmuls) are aihw.flops' job: see tests/test_flops.py
+    # FLOPs per token of a given shape (both attention matmuls) are aihw.transformer.flops' job: see tests/test_flops.py
 
 
 @pytest.mark.parametrize("params, flops, tokens", scaling.HOFFMANN_TABLE3)

@@ -3,7 +3,7 @@
 import pytest
 
 from aihw import scaling
-from aihw.exercises import reveal
+from aihw.exercises import expected, reveal
 from aihw.widgets import scaling_lab
 
 
@@ -22,3 +22,10 @@ def test_widget_builds_and_solutions_are_computed():
     assert "tokens/param" in w.children[-1].value
     for n in scaling_lab.SOLUTIONS:
         assert "Solution" in str(reveal(scaling_lab.SOLUTIONS, n))
+
+
+def test_exercise_3_answer_follows_the_fits():
+    """The rounded approach-3 optimum (≈ 92 tokens per parameter) is more than twice approach 1's (≈ 20): a
+    property of that fit, and the lab's check is told so by the fits, not by a typed answer."""
+    assert scaling_lab.expected_3() == "artefact" == expected(scaling_lab.CHOICES, 3)
+    assert "'artefact'" in scaling_lab.SOLUTIONS[3]()

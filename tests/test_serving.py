@@ -1,4 +1,4 @@
-"""The analytic serving model (aihw.serving) and `aihw serve`: formulas, published figures, properties, bad input."""
+"""The analytic serving model (aihw.serving.estimator) and `aihw serve`: formulas, published figures, properties, bad input."""
 
 import json
 from dataclasses import replace
@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aihw.cli import main
-from aihw.model_presets import ModelShape, get_preset
-from aihw.serving import ServingConfig, estimate, estimate_serving, kv_bytes_per_token
+from aihw.serving.estimator import ServingConfig, estimate, estimate_serving, kv_bytes_per_token
+from aihw.transformer.shapes import ModelShape, get_preset
 
 OPT_13B = ModelShape("opt-13b", 5120, 40, 40, vocab=50272, max_seq=2048)  # facebook/opt-13b config.json
 

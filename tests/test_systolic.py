@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aihw import systolic as sy
-from aihw.simt import AccessCounts, simt_matmul_counts
+from aihw.chips import systolic as sy
+from aihw.chips.simt import AccessCounts, simt_matmul_counts
 
 DATAFLOWS = sy.DATAFLOWS
 
@@ -149,7 +149,7 @@ def test_trace_weight_stationary_registers():
 
 
 def test_import_does_not_load_matplotlib():
-    code = "import sys, aihw.systolic, aihw.simt; assert 'matplotlib' not in sys.modules"
+    code = "import sys, aihw.chips.systolic, aihw.chips.simt; assert 'matplotlib' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -206,7 +206,7 @@ def test_double_buffered_matches_numpy_and_closed_form(m, k, n, size):
 
 
 def test_utilisation_sweep_rises_with_size_and_double_buffering_helps():
-    from aihw.systolic import utilisation_sweep
+    from aihw.chips.systolic import utilisation_sweep
     plain = utilisation_sweep([128, 512, 2048], size=128)
     db = utilisation_sweep([128, 512, 2048], size=128, double_buffered=True)
     assert [r["utilisation"] for r in plain] == sorted(r["utilisation"] for r in plain)

@@ -2,8 +2,8 @@
 
 import pytest
 
-from aihw import simt
 from aihw.catalogue import compare, hardware
+from aihw.chips import simt
 
 
 def test_register_file_traffic_falls_by_generation():

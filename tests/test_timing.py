@@ -33,3 +33,20 @@ def test_bad_counts_and_budget_are_refused():
         time_ops({})
     with pytest.raises(ValueError, match="max_seconds"):
         time_op(lambda: sum(range(200_000)), max_seconds=1e-9)
+
+
+def test_synced_clock_waits_for_the_gpu_before_every_read(monkeypatch):
+    import torch
+
+    from aihw.measure.timing import synced_clock
+
+    events = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: events.append(("sync", str(device))))
+    clock = synced_clock("cuda:1")
+    monkeypatch.setattr("time.perf_counter", lambda: events.append(("read",)) or float(len(events)))
+    assert [clock(), clock()] == [2.0, 4.0]
+    assert events == [("sync", "cuda:1"), ("read",)] * 2
+    cpu_events_before = len(events)
+    synced_clock("cpu")()
+    assert events[cpu_events_before:] == [("read",)]  # nothing to wait for on the CPU

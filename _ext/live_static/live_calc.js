@@ -1,4 +1,4 @@
-// Live calculators of the aihw book: the package's own Python (aihw.live.run_json, the code behind
+// Live calculators of the aihw book: the package's own Python (aihw.cli.live.run_json, the code behind
 // `aihw <command> --json`) run in the reader's browser by Pyodide, loaded from this book's own files.
 (function () {
   "use strict";
@@ -26,7 +26,7 @@
     const response = await fetch(base + "live/" + wheel);
     if (!response.ok) throw new Error("could not load the package " + wheel);
     py.unpackArchive(await response.arrayBuffer(), "wheel");
-    return py.pyimport("aihw.live").run_json;
+    return py.pyimport("aihw.cli.live").run_json;
   }
 
   function runner(wheel) {

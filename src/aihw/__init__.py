@@ -3,12 +3,12 @@
 Layers, bottom to top; a layer imports only the layers below it (declared once, as the import-linter contract
 in pyproject.toml, and checked by ``make lint``):
 
-* analytic calculators (standard library + numpy): the top-level modules (:mod:`aihw.precision`, the registry
-  of number formats; :mod:`aihw.flops`, the FLOP model; :mod:`aihw.roofline`, :mod:`aihw.memory`,
-  :mod:`aihw.systolic`, :mod:`aihw.simt`, :mod:`aihw.numerics`, :mod:`aihw.energy`, :mod:`aihw.model_presets`,
-  :mod:`aihw.parallel_dims` (one validated layout), :mod:`aihw.planner` with :mod:`aihw.validation` (published
-  runs) and :mod:`aihw.comm_roofline`, :mod:`aihw.serving` (the serving model), ...), :mod:`aihw.catalogue` (chips and networks, with sourced figures),
-  the command line (:mod:`aihw.cli`, :mod:`aihw.commands`) and :mod:`aihw.live` (the CLI in the browser);
+* analytic calculators (standard library + numpy): the top-level modules (:mod:`aihw.formats.precision`, the registry
+  of number formats; :mod:`aihw.transformer.flops`, the FLOP model; :mod:`aihw.chips.roofline`, :mod:`aihw.memory.estimator`,
+  :mod:`aihw.chips.systolic`, :mod:`aihw.chips.simt`, :mod:`aihw.formats.numerics`, :mod:`aihw.chips.energy`, :mod:`aihw.transformer.shapes`,
+  :mod:`aihw.layout.dims` (one validated layout), :mod:`aihw.planning.planner` with :mod:`aihw.planning.published` (published
+  runs) and :mod:`aihw.comm.roofline`, :mod:`aihw.serving.estimator` (the serving model), ...), :mod:`aihw.catalogue` (chips and networks, with sourced figures),
+  the command line (:mod:`aihw.cli`, :mod:`aihw.cli.commands`) and :mod:`aihw.cli.live` (the CLI in the browser);
 * torch experiments: :mod:`aihw.measure` (device, timing, measurements), :mod:`aihw.parallel` (launcher,
   collectives, parallelism), :mod:`aihw.models` (TinyGPT, the digits MLP), :mod:`aihw.cheaper` (quantization,
   pruning, distillation), :mod:`aihw.mixed` (mixed-precision training),

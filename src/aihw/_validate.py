@@ -153,3 +153,101 @@ def require_choice(name: str, value: T, allowed: Iterable[str]) -> T:
     hint = close_matches(str(value), allowed)
     did_you_mean = f"; did you mean {', '.join(repr(h) for h in hint)}?" if hint else ""
     raise ValueError(f"unknown {name} {value!r}; allowed: {', '.join(allowed)}{did_you_mean}")
+
+
+MODEL_FILE_LIMIT = 1 << 20
+"""The largest model or catalogue file read (bytes): 1 MiB, hundreds of times any real one."""
+
+NAME_MAX = 255  # bytes in one path component (Linux, macOS)
+
+
+def shown_path(path: object, limit: int = 80) -> str:
+    """A path as one printable line of at most about ``limit`` characters (control characters escaped)."""
+    text = str(path).encode("unicode_escape").decode("ascii")
+    return text if len(text) <= limit else f"{text[:limit // 2 - 2]}...{text[-(limit // 2 - 2):]}"
+
+
+def read_bounded_text(path: object, *, what: str, limit: int = MODEL_FILE_LIMIT) -> str:
+    """The UTF-8 text of a regular file of at most ``limit`` bytes; one ValueError for anything else.
+
+    FIFOs, devices (``/dev/zero``), directories and sockets are refused at once, without reading (the file is
+    opened non-blocking, so a FIFO with no writer cannot hang); a file over ``limit`` is refused from its size,
+    and the read itself stops at ``limit + 1`` bytes should the file grow meanwhile. Over-long names (a
+    component over 255 bytes) and unreadable files are clean errors too.
+    """
+    import os
+    import stat
+
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{what} must be a path (str or os.PathLike), got {type(path).__name__}")
+    name = shown_path(path)
+    raw = os.fsencode(path)
+    if b"\0" in raw:
+        raise ValueError(f"{what} {name} contains a NUL character")
+    if any(len(part) > NAME_MAX for part in raw.split(b"/")):
+        raise ValueError(f"{what} {name}: a name in the path is longer than {NAME_MAX} bytes")
+    try:
+        fd = os.open(raw, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except FileNotFoundError:
+        raise ValueError(f"{what} {name} does not exist") from None
+    except IsADirectoryError:
+        raise ValueError(f"{what} {name} is a directory, not a file") from None
+    except OSError as err:
+        raise ValueError(f"{what} {name} cannot be opened: {err.strerror or err}") from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise ValueError(f"{what} {name} is a directory, not a file")
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"{what} {name} is not a regular file (a FIFO, device or socket is refused)")
+        if info.st_size > limit:
+            raise ValueError(f"{what} {name} is {info.st_size:,} bytes; the limit is {limit:,} bytes")
+        chunks, total = [], 0
+        while total <= limit:
+            try:
+                chunk = os.read(fd, min(1 << 16, limit + 1 - total))
+            except OSError as err:
+                raise ValueError(f"{what} {name} cannot be read: {err.strerror or err}") from None
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        if total > limit:
+            raise ValueError(f"{what} {name} is over the limit of {limit:,} bytes")
+    finally:
+        os.close(fd)
+    try:
+        return b"".join(chunks).decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{what} {name} is not UTF-8 text: {err.reason} at byte {err.start}") from None
+
+
+def require_bool(name: str, value: object) -> bool:
+    """Return ``value`` as a bool if it is True or False (numpy bools too), else raise TypeError: ``"no"`` or
+    ``1`` is not a switch (``"no"`` would otherwise count as true)."""
+    if type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_"):  # numpy bool
+        value = bool(value)
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {shown_path(repr(value), 60)} ({type(value).__name__})")
+    return value
+
+
+def require_non_negative(name: str, value: object) -> float:
+    """Return ``value`` if it is a finite number >= 0 (numpy/torch scalars accepted), else raise ValueError."""
+    value = as_number(value)
+    if not _is_real(value) or not _finite(value):  # type: ignore[arg-type]
+        raise ValueError(f"{name} must be a finite number >= 0, got {_shown(value)}")
+    assert isinstance(value, (int, float))
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {_shown(value)}")
+    return value
+
+
+def require_instance(name: str, value: T, kind: type | tuple[type, ...]) -> T:
+    """Return ``value`` if it is an instance of ``kind``, else raise TypeError naming what was given (instead
+    of an AttributeError deep inside the calculation)."""
+    if not isinstance(value, kind):
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        allowed = " or ".join(k.__name__ for k in kinds)
+        raise TypeError(f"{name} must be a {allowed}, got {type(value).__name__} {shown_path(repr(value), 60)}")
+    return value

@@ -79,8 +79,8 @@ def check(answer: float | int | str | None, expected: float | str, *, rel_tol: f
     """Check ``answer`` against ``expected`` within ``rel_tol`` (fraction) or ``abs_tol`` (absolute).
 
     ``None`` means "not answered yet" (a lab's default), which is reported, not failed loudly.
-    A wrong answer says whether it is too high or too low and by what factor, since the common
-    mistakes in this course are factors (2 for FMA = 2 FLOP, 8 for bits vs bytes, 1e9 vs 2^30).
+    A wrong answer says only whether it is too high or too low (never the factor or the expected value, which
+    would give the answer away); the hint names the usual slips (2 for FMA = 2 FLOP, 8 for bits vs bytes).
     A categorical ``expected`` (a string, with ``choices``) is checked by :func:`check_choice`.
     """
     if isinstance(expected, str):
@@ -99,14 +99,10 @@ def check(answer: float | int | str | None, expected: float | str, *, rel_tol: f
         return CheckResult(False, True, f"Expected a finite number, got {answer!r}. {hint}".strip())
     answer = number
     if math.isclose(answer, expected, rel_tol=rel_tol, abs_tol=abs_tol):
-        return CheckResult(True, True, f"Correct: {_fmt(answer, unit)} (expected {_fmt(expected, unit)}).")
+        return CheckResult(True, True, f"Correct: {_fmt(answer, unit)}.")
+    # Direction only: a factor (or the expected value) would hand over the answer (answer x factor).
     direction = "too high" if answer > expected else "too low"
-    factor = ""
-    if answer != 0 and expected != 0 and (answer > 0) == (expected > 0):
-        ratio = answer / expected
-        ratio = ratio if ratio >= 1 else 1 / ratio
-        factor = f" (off by a factor of {ratio:.3g})"
-    msg = f"Not quite: {_fmt(answer, unit)} is {direction}{factor}. {hint}".strip()
+    msg = f"Not quite: {_fmt(answer, unit)} is {direction}. {hint}".strip()
     return CheckResult(False, True, msg)
 
 
@@ -140,6 +136,14 @@ def reveal(solutions: dict, number: int) -> Solution:
         raise ValueError(f"no exercise {number!r}; exercises: {', '.join(map(str, sorted(solutions)))}")
     text = solutions[number]()
     return Solution(f"Solution to exercise {number}", text)
+
+
+def expected(worked: dict, number: int) -> float | str:
+    """The answer exercise ``number`` is checked against, from a lab's worked table (number -> callable giving
+    ``(answer, worked text)``), so that no notebook types an answer; :func:`check` never shows it."""
+    if number not in worked:
+        raise ValueError(f"no exercise {number!r}; exercises: {', '.join(map(str, sorted(worked)))}")
+    return worked[number]()[0]
 
 
 @dataclass(frozen=True)

@@ -53,13 +53,14 @@ def _library():
     if not status.startswith("ok"):
         raise ValueError(status)
     cc = status[4:-1]
-    folder = Path(tempfile.mkdtemp(prefix="aihw_chase_"))
-    (folder / "chase.c").write_text(_SOURCE)
-    done = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(folder / "chase.so"), str(folder / "chase.c")],
-                          capture_output=True, text=True, timeout=60)
-    if done.returncode:
-        raise ValueError(f"compiling the pointer chase failed: {done.stderr.strip()[:300]}")
-    lib = ctypes.CDLL(str(folder / "chase.so"))
+    with tempfile.TemporaryDirectory(prefix="aihw_chase_") as name:  # removed once loaded (the mapping stays)
+        folder = Path(name)
+        (folder / "chase.c").write_text(_SOURCE)
+        done = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(folder / "chase.so"),
+                               str(folder / "chase.c")], capture_output=True, text=True, timeout=60)
+        if done.returncode:
+            raise ValueError(f"compiling the pointer chase failed: {done.stderr.strip()[:300]}")
+        lib = ctypes.CDLL(str(folder / "chase.so"))
     lib.chase.restype = ctypes.c_double
     lib.chase.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.POINTER(ctypes.c_uint64)]
     return lib

@@ -62,6 +62,30 @@ def _read_rapl(files: list[str]) -> float:
     return total * 1e-6
 
 
+def nvml_uuid(device: int) -> str:
+    """NVML's name (``GPU-…``) of CUDA device ``device``, from the CUDA device's own UUID.
+
+    NVML numbers every GPU of the machine, CUDA only the visible ones, renumbered (``CUDA_VISIBLE_DEVICES=2``
+    makes NVML's GPU 2 CUDA's device 0): an NVML index is not a CUDA index, the UUID is the same in both.
+    """
+    import torch
+
+    uuid = str(getattr(torch.cuda.get_device_properties(device), "uuid", "") or "")
+    if not uuid:
+        raise ValueError(f"torch {torch.__version__} does not report CUDA device {device}'s UUID, so its NVML "
+                         "counter cannot be told apart from the machine's other GPUs")
+    return uuid if uuid.startswith(("GPU-", "MIG-")) else f"GPU-{uuid}"
+
+
+def nvml_handle(pynvml, device: int):
+    """The NVML handle of CUDA device ``device``, found by UUID (never by NVML index)."""
+    uuid = nvml_uuid(device)
+    try:
+        return pynvml.nvmlDeviceGetHandleByUUID(uuid)
+    except TypeError:  # older pynvml wants bytes
+        return pynvml.nvmlDeviceGetHandleByUUID(uuid.encode())
+
+
 def _nvml_energy(op: Callable[[], object], calls: int, device: int) -> EnergyReading:
     try:
         import pynvml
@@ -71,8 +95,12 @@ def _nvml_energy(op: Callable[[], object], calls: int, device: int) -> EnergyRea
     if not torch.cuda.is_available():
         return EnergyReading(None, 0.0, calls, "nvml", "no NVIDIA GPU here")
     try:
+        uuid = nvml_uuid(device)
+    except ValueError as error:
+        return EnergyReading(None, 0.0, calls, "nvml", str(error))
+    try:
         pynvml.nvmlInit()
-        handle = pynvml.nvmlDeviceGetHandleByIndex(device)
+        handle = nvml_handle(pynvml, device)
         torch.cuda.synchronize(device)
         start, before = time.perf_counter(), pynvml.nvmlDeviceGetTotalEnergyConsumption(handle)
         for _ in range(calls):
@@ -80,7 +108,12 @@ def _nvml_energy(op: Callable[[], object], calls: int, device: int) -> EnergyRea
         torch.cuda.synchronize(device)
         after, seconds = pynvml.nvmlDeviceGetTotalEnergyConsumption(handle), time.perf_counter() - start
     except pynvml.NVMLError as error:
-        return EnergyReading(None, 0.0, calls, "nvml", f"NVML cannot read the energy counter: {error}")
+        return EnergyReading(None, 0.0, calls, "nvml", f"NVML cannot read the energy counter of {uuid}: {error}")
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except pynvml.NVMLError:
+            pass
     return EnergyReading((after - before) * 1e-3, seconds, calls, "nvml")
 
 

@@ -25,7 +25,7 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Any, Literal, get_args
 
-from aihw._validate import close_matches, require_choice
+from aihw._validate import close_matches, read_bounded_text, require_choice
 from aihw.catalogue.figures import (
     FIGURE_KEYS,
     Figure,
@@ -35,9 +35,9 @@ from aihw.catalogue.figures import (
     normalise_name,
     parse_figure,
 )
-from aihw.precision import get_format
+from aihw.formats.precision import get_format
 
-# The catalogue's precision columns, each a name in the registry of number formats (aihw.precision): "fp8" is
+# The catalogue's precision columns, each a name in the registry of number formats (aihw.formats.precision): "fp8" is
 # the E4M3/E5M2 tensor-core rate (one figure for both), "fp4" the E2M1 one.
 PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
 Kind = Literal["gpu", "tpu"]
@@ -315,11 +315,11 @@ def load_catalogue(path: str | os.PathLike[str] | None = None) -> tuple[Chip, ..
     """
     if path is None:
         return _default_catalogue()
-    with open(path, "rb") as handle:
-        try:
-            data = tomllib.load(handle)
-        except tomllib.TOMLDecodeError as error:
-            raise ValueError(f"hardware catalogue {os.fspath(path)!r} is not valid TOML: {error}") from None
+    text = read_bounded_text(path, what="hardware catalogue")  # a regular file of at most 1 MiB
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ValueError(f"hardware catalogue {os.fspath(path)!r} is not valid TOML: {error}") from None
     return _parse_catalogue(data)
 
 

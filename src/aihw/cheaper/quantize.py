@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 import torch
 
 from aihw._validate import require_choice, require_positive
+from aihw.formats.precision import get_format
 from aihw.measure.device import torch_dtype
-from aihw.precision import get_format
 
 #: integer formats: name -> (qmin, qmax)
 INT_RANGES = {"int8": (-128, 127), "int4": (-8, 7), "int3": (-4, 3), "int2": (-2, 1)}
-#: float formats: name -> torch dtype (from the registry of number formats, aihw.precision)
+#: float formats: name -> torch dtype (from the registry of number formats, aihw.formats.precision)
 FP8_DTYPES = {name: torch_dtype(name) for name in ("fp8_e4m3", "fp8_e5m2")}
 DTYPES = (*INT_RANGES, *FP8_DTYPES)
 BITS = {name: int(math.log2(hi - lo + 1)) for name, (lo, hi) in INT_RANGES.items()} | {

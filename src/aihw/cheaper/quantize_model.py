@@ -35,7 +35,8 @@ from aihw.cheaper.quantize import (
     quantized_size_bytes,
     sqnr_db,
 )
-from aihw.measure.device import fp8_matmul_support
+from aihw.measure import cuda_ops
+from aihw.measure.device import fp8_matmul_support, gpu_capability
 from aihw.models.digits import IN_FEATURES, Digits, TrainConfig, accuracy, latencies, make_mlp
 
 
@@ -330,8 +331,7 @@ class Fp8Linear(nn.Module):
         x_qp = choose_qparams(x, self.SCHEME)
         x_fp8 = quantize(x, x_qp)
         if self.real:
-            y = torch._scaled_mm(x_fp8, self.w_fp8.t(), scale_a=x_qp.scale.reshape(()),
-                                 scale_b=self.w_qparams.scale.reshape(()), out_dtype=torch.float32)
+            y = cuda_ops.fp8_mm(x_fp8, self.w_fp8.t(), x_qp.scale.reshape(()), self.w_qparams.scale.reshape(()))
         else:
             y = dequantize(x_fp8, x_qp) @ dequantize(self.w_fp8, self.w_qparams).t()
         return y if self.bias is None else y + self.bias
@@ -359,17 +359,13 @@ def fp8_model(model: nn.Module, *, device: torch.device | str = "cpu") -> tuple[
 LOW_PRECISION_ROWS = ("int8 weight-only", "int4 weight-only", "fp8 (e4m3, per-tensor)", "2:4 sparse")
 
 
-def _capability(device: torch.device) -> tuple[int, int] | None:
-    return tuple(torch.cuda.get_device_capability(device)) if device.type == "cuda" else None  # type: ignore[return-value]
-
-
 def low_precision_skip_reason(kind: str, device: torch.device | str) -> str | None:
     """Why ``kind`` (one of LOW_PRECISION_ROWS) has no real kernel on ``device`` here, or None if it has one."""
     require_choice("kind", kind, LOW_PRECISION_ROWS)
     device = torch.device(device)
     if device.type == "cuda" and not torch.cuda.is_available():
         return "no CUDA GPU is available"
-    cap = _capability(device)
+    cap = gpu_capability(device)
     if kind == "int8 weight-only":
         if not hasattr(torch, "_weight_int8pack_mm"):
             return f"this torch ({torch.__version__}) has no torch._weight_int8pack_mm"
@@ -381,15 +377,13 @@ def low_precision_skip_reason(kind: str, device: torch.device | str) -> str | No
             return None
         if not hasattr(torch, "_weight_int4pack_mm") or not hasattr(torch, "_convert_weight_to_int4pack"):
             return f"this torch ({torch.__version__}) has no torch._weight_int4pack_mm"
-        if cap < (8, 0):
-            return f"torch's INT4 tinygemm kernel needs compute capability >= 8.0; this GPU is {cap[0]}.{cap[1]}"
-        return None
+        return cap.skip_reason("int4 weight-only")
     if kind.startswith("fp8"):
         return fp8_matmul_support(device)
     if cap is None:
         return f"2:4 semi-structured sparse kernels (cuSPARSELt/CUTLASS) run only on CUDA GPUs, not on {device.type}"
-    if cap < (8, 0):
-        return f"2:4 sparse tensor cores need compute capability >= 8.0; this GPU is {cap[0]}.{cap[1]}"
+    if (reason := cap.skip_reason("2:4 sparse")) is not None:
+        return reason
     try:
         from torch.sparse import to_sparse_semi_structured  # noqa: F401
     except ImportError:
@@ -435,8 +429,8 @@ def _int4_matmul(x: torch.Tensor, q: torch.Tensor, scales_and_zeros: torch.Tenso
         packed = torch._convert_weight_to_int4pack_for_cpu(q, inner_k_tiles)
         return lambda: torch._weight_int4pack_mm_for_cpu(x, packed, group_size, scales_and_zeros.to(x.dtype))
     q_uint8 = (q[:, ::2] << 4 | q[:, 1::2]).to(torch.uint8)  # two 4-bit values per byte, the first in the high half
-    packed = torch._convert_weight_to_int4pack(q_uint8, inner_k_tiles)
-    return lambda: torch._weight_int4pack_mm(x, packed, group_size, scales_and_zeros.to(x.dtype))
+    packed = cuda_ops.pack_int4(q_uint8, inner_k_tiles)
+    return lambda: cuda_ops.int4_weight_mm(x, packed, group_size, scales_and_zeros.to(x.dtype))
 
 
 def _median_seconds(fn, repeats_s: float) -> float:
@@ -470,7 +464,9 @@ def low_precision_matmuls(*, device: torch.device | str | None = None, m: int | 
         raise ValueError(f"m, k and n must be multiples of 16 and k of group_size={group_size}; got m={m}, k={k}, "
                          f"n={n}")
     run_s = min_run_time or (0.2 if on_gpu else 0.05)
-    ref_dtype = torch.bfloat16 if on_gpu else torch.float32
+    cap = gpu_capability(device)  # a GPU's reference is its tensor-core half type: fp16 on a T4 (no bf16 cores)
+    half = cap.half_dtype if cap is not None else None
+    ref_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, None: torch.float32}[half]
     gen = torch.Generator().manual_seed(seed)
     w32 = (torch.randn(n, k, generator=gen) / k**0.5).to(device)
     x32 = torch.randn(m, k, generator=gen).to(device)
@@ -478,7 +474,7 @@ def low_precision_matmuls(*, device: torch.device | str | None = None, m: int | 
     x, w = x32.to(ref_dtype), w32.to(ref_dtype)
     dense_s = _median_seconds(lambda: x @ w.t(), run_s)
     scale = y32.abs().max().item()
-    ref_name = "bf16" if on_gpu else "fp32"
+    ref_name = half or "fp32"
 
     def row(kind: str, fn=None, label: str = "", kernel_ref: torch.Tensor | None = None) -> dict:
         out: dict[str, object] = {"name": kind, "device": str(device),
@@ -500,7 +496,10 @@ def low_precision_matmuls(*, device: torch.device | str | None = None, m: int | 
     rows = []
     q8, s8 = int8_weight_only(w32)
     rows.append(row("int8 weight-only", lambda: torch._weight_int8pack_mm(x, q8, s8.to(ref_dtype)),
-                    f"real: torch._weight_int8pack_mm on {device.type} (int8 weights, one scale per output row)",
+                    f"real: torch._weight_int8pack_mm on {device.type} (int8 weights, one scale per output row)"
+                    + ("; on CUDA this is torch's naive kernel (no tensor cores, no tuned tiling), so slower than "
+                       "the dense matmul is expected here: tuned weight-only kernels are what make fewer bytes win"
+                       if on_gpu else ""),
                     x @ (q8.to(ref_dtype) * s8.to(ref_dtype)[:, None]).t()))
     if low_precision_skip_reason("int4 weight-only", device) is None:
         q4, sz = int4_weight_only(w32, group_size)
@@ -515,7 +514,20 @@ def low_precision_matmuls(*, device: torch.device | str | None = None, m: int | 
         with torch.no_grad():
             layer.weight.copy_(w32)
         fp8, label = fp8_model(nn.Sequential(layer), device=device)
-        rows.append(row("fp8 (e4m3, per-tensor)", lambda: fp8(x32), label))
+        lin = next(m for m in fp8.modules() if isinstance(m, Fp8Linear))
+        x_qp = choose_qparams(x32, Fp8Linear.SCHEME)
+        x_fp8 = quantize(x32, x_qp)  # quantised once, outside the timed call
+
+        def fp8_matmul_only() -> torch.Tensor:
+            return cuda_ops.fp8_mm(x_fp8, lin.w_fp8.t(), x_qp.scale.reshape(()), lin.w_qparams.scale.reshape(()))
+
+        fp8_row = row("fp8 (e4m3, per-tensor)", fp8_matmul_only if lin.real else (lambda: fp8(x32)),
+                      f"{label}; seconds: the FP8 matmul alone (input quantised beforehand); "
+                      "seconds_with_quantisation: quantising the input each call as well")
+        if fp8_row["status"] == "ran":
+            with_q = _median_seconds(lambda: fp8(x32), run_s)
+            fp8_row.update(seconds_with_quantisation=with_q, speedup_with_quantisation=dense_s / with_q)
+        rows.append(fp8_row)
     else:
         rows.append(row("fp8 (e4m3, per-tensor)"))
     if low_precision_skip_reason("2:4 sparse", device) is None:

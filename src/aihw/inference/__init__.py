@@ -8,5 +8,5 @@
 * :mod:`~aihw.inference.decode`: decode/prefill timing against bytes / bandwidth, the last-level cache size.
 * :mod:`~aihw.inference.train`: the draft and target models, trained on the book's own text (cached).
 
-The analytic counterpart (no torch) is :mod:`aihw.serving`.
+The analytic counterpart (no torch) is :mod:`aihw.serving.estimator`.
 """

@@ -27,8 +27,8 @@ import torch
 from torch import nn
 
 from aihw._validate import require_positive
-from aihw.model_presets import ModelShape
 from aihw.models.tinygpt import MLP, Embedding, Head, TinyGPT, TinyGPTConfig, _init_weights
+from aihw.transformer.shapes import ModelShape
 
 
 @dataclass(frozen=True)

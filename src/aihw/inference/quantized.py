@@ -27,7 +27,9 @@ from torch import nn
 
 from aihw._validate import require_choice
 from aihw.cheaper.quantize import PerChannel, PerGroup, QuantScheme, choose_qparams, quantize
+from aihw.chips.capability import INT4_K_MULTIPLE, Capability
 from aihw.inference.model import GenGPT
+from aihw.measure import cuda_ops
 
 WeightDtype = Literal["int8", "int4"]
 WEIGHT_DTYPES: tuple[str, ...] = get_args(WeightDtype)
@@ -53,14 +55,25 @@ def available_kernels(device_type: str = "cpu") -> dict[str, str]:
     """For each weight dtype, "aten" if PyTorch's packed kernel runs on this device type, else the reason."""
     out: dict[str, str] = {}
     dtypes: tuple[WeightDtype, ...] = ("int8", "int4")
+    k = INT4_K_MULTIPLE  # the CUDA int4 packer needs in_features % 128 == 0: a smaller probe always fails there
     for dtype in dtypes:
         try:
-            layer = QuantizedLinear(nn.Linear(64, 64, bias=False).to(device_type), dtype, "aten")
-            layer(torch.zeros(1, 64, device=device_type, dtype=torch.bfloat16))
+            layer = QuantizedLinear(nn.Linear(k, 64, bias=False).to(device_type), dtype, "aten")
+            layer(torch.zeros(1, k, device=device_type, dtype=torch.bfloat16))
             out[dtype] = "aten"
         except (RuntimeError, AttributeError, NotImplementedError) as err:
             out[dtype] = f"unavailable: {str(err).splitlines()[0][:120]}"
     return out
+
+
+def _require_cuda_int4(device: torch.device, in_features: int) -> None:
+    """Refuse the CUDA int4 kernel where it would fail or return garbage: below sm_80, or K % 128 != 0."""
+    major, minor = torch.cuda.get_device_capability(device)
+    reason = Capability(int(major), int(minor)).skip_reason("int4 weight-only")
+    if reason is not None:
+        raise RuntimeError(reason)
+    if in_features % INT4_K_MULTIPLE:
+        raise ValueError(f"the CUDA int4 kernel needs in_features divisible by {INT4_K_MULTIPLE}, got {in_features}")
 
 
 class QuantizedLinear(nn.Module):
@@ -97,8 +110,9 @@ class QuantizedLinear(nn.Module):
             if w.device.type == "cpu":
                 packed = torch._convert_weight_to_int4pack_for_cpu(q, 1)
             else:  # CUDA layout (as gpt-fast/torchao): element 2j in the HIGH nibble; not run on this course's CI
+                _require_cuda_int4(w.device, self.in_features)
                 hi_first = (q[:, 0::2] << 4 | q[:, 1::2]).to(torch.uint8)
-                packed = torch._convert_weight_to_int4pack(hi_first, 8)
+                packed = cuda_ops.pack_int4(hi_first, 8)
             self.register_buffer("packed", packed)
             self.register_buffer("scales_and_zeros", torch.stack([scale.T, zero.T], dim=-1).to(torch.bfloat16)
                                  .contiguous())  # (K / group, N, 2)
@@ -123,11 +137,12 @@ class QuantizedLinear(nn.Module):
         if self.kernel == "reference":
             y = x2 @ self.dequantized_weight().T
         elif self.dtype == "int8":
-            y = torch._weight_int8pack_mm(x2, self.q, self.scale)
+            y = torch._weight_int8pack_mm(x2, self.q, self.scale) if x2.device.type == "cpu" else \
+                cuda_ops.int8_weight_mm(x2, self.q, self.scale)
         elif x2.device.type == "cpu":
             y = torch._weight_int4pack_mm_for_cpu(x2, self.packed, INT4_GROUP, self.scales_and_zeros)
         else:
-            y = torch._weight_int4pack_mm(x2, self.packed, INT4_GROUP, self.scales_and_zeros)
+            y = cuda_ops.int4_weight_mm(x2, self.packed, INT4_GROUP, self.scales_and_zeros)
         if self.bias is not None:
             y = y + self.bias
         return y.reshape(*shape[:-1], self.out_features)

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import pickle
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -25,7 +23,7 @@ import torch
 
 from aihw._validate import require_positive
 from aihw.inference.model import GenConfig, GenGPT
-from aihw.models.digits import default_cache_dir, torch_threads
+from aihw.models.digits import default_cache_dir, load_weights, save_weights, torch_threads
 
 CACHE_FORMAT = 1
 
@@ -100,18 +98,16 @@ def trained(spec: TrainSpec, *, cache_dir: str | Path | None = None) -> GenGPT:
     """The model ``spec`` describes: loaded from the cache, or trained (seconds) and saved atomically."""
     folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     path = folder / f"gengpt-{cache_key(spec)}.pt"
-    if path.exists():
+    state = load_weights(path)  # None if missing, corrupted (digest mismatch) or non-finite
+    if state is not None:
         model = GenGPT(spec.model)
         try:
-            model.load_state_dict(torch.load(path, weights_only=True))
+            model.load_state_dict(state)
             return model.eval()
-        except (RuntimeError, EOFError, OSError, ValueError, pickle.UnpicklingError):
-            pass  # unreadable cache file: train again and overwrite it
+        except (RuntimeError, ValueError):
+            pass  # another layout under this name: train again and overwrite it
     model, _ = train(spec)
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    torch.save(model.state_dict(), tmp)
-    os.replace(tmp, path)
+    save_weights(model.state_dict(), path)
     return model
 
 

@@ -17,7 +17,8 @@ import torch.distributed as dist
 
 from aihw._validate import require_choice, require_positive
 from aihw.catalogue.detect import Detection, match_device
-from aihw.precision import get_format
+from aihw.chips.capability import Capability
+from aihw.formats.precision import get_format
 
 DEVICE_CHOICES = ("auto", "cpu", "cuda", "cuda:N", "mps")  # "cuda:N" stands for any GPU index
 Backend = Literal["auto", "gloo", "nccl"]
@@ -25,7 +26,7 @@ BACKEND_CHOICES: tuple[str, ...] = get_args(Backend)
 
 
 def torch_dtype(precision: str) -> torch.dtype:
-    """The torch dtype holding a number format of the registry (:mod:`aihw.precision`; aliases accepted).
+    """The torch dtype holding a number format of the registry (:mod:`aihw.formats.precision`; aliases accepted).
 
     Raises ValueError for a format torch has no dtype for (int4, fp4).
     """
@@ -48,10 +49,24 @@ def fp8_matmul_support(device: torch.device | str = "cuda") -> str | None:
         return "no CUDA GPU is available"
     if not hasattr(torch, "_scaled_mm"):
         return f"this torch ({torch.__version__}) has no torch._scaled_mm"
-    cap = torch.cuda.get_device_capability(device)
-    if cap < (8, 9):
-        return f"{torch.cuda.get_device_name(device)} (capability {cap[0]}.{cap[1]}) has no FP8 tensor cores"
-    return None
+    reason = gpu_capability(device).skip_reason("fp8")  # type: ignore[union-attr]
+    return None if reason is None else f"{torch.cuda.get_device_name(device)}: {reason}"
+
+
+def roofline_dtype(device: torch.device | str) -> str:
+    """The dtype whose roofline a lab draws for ``device``: the GPU's tensor-core 16-bit float (bf16, or fp16 on a
+    T4, whose bf16 is emulated at fp32 speed), fp32 off CUDA."""
+    cap = gpu_capability(device)
+    return "fp32" if cap is None else cap.half_dtype
+
+
+def gpu_capability(device: torch.device | str) -> Capability | None:
+    """The compute capability of a CUDA ``device`` (rules in :mod:`aihw.chips.capability`); None off CUDA."""
+    device = torch.device(device)
+    if device.type != "cuda" or not torch.cuda.is_available():
+        return None
+    major, minor = torch.cuda.get_device_capability(device)
+    return Capability(int(major), int(minor))
 
 
 def _mps_available() -> bool:

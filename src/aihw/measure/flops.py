@@ -1,7 +1,7 @@
 """Count the FLOPs of a real training step and time it: the check behind the 6·N·D rule.
 
 PyTorch's ``FlopCounterMode`` counts the FLOPs of every matmul-like operator (2 per multiply-add) as the step
-runs; we compare them with the analytic count of :func:`aihw.flops.model_flops_per_token`.
+runs; we compare them with the analytic count of :func:`aihw.transformer.flops.model_flops_per_token`.
 """
 
 from __future__ import annotations

@@ -20,7 +20,8 @@ from pathlib import Path
 import torch
 
 from aihw.catalogue.detect import Detection
-from aihw.measure.device import describe_device, detect_chip
+from aihw.measure import cuda_ops
+from aihw.measure.device import describe_device, detect_chip, gpu_capability
 from aihw.measure.roofline import Dtype, MeasureConfig, measure_device
 from aihw.measure.timing import time_op
 
@@ -57,25 +58,44 @@ def decode_like(device: torch.device, *, weight_bytes: int, bandwidth: float, dt
             "predicted_seconds": moved / bandwidth, "measured_over_predicted": timing.median * bandwidth / moved}
 
 
+def _torch_half(device: torch.device) -> tuple[str, torch.dtype]:
+    """The chip's tensor-core 16-bit float (bf16, or fp16 on a T4), from :mod:`aihw.chips.capability`."""
+    cap = gpu_capability(device)
+    name = cap.half_dtype if cap is not None else "bf16"
+    return name, {"bf16": torch.bfloat16, "fp16": torch.float16}[name]
+
+
+def int8_operands(n: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """A (n, n) row-major and B (n, n) column-major int8: cuBLASLt's int8 GEMM takes B column-major (a row-major
+    B fails on CUDA 13 builds)."""
+    a8 = torch.randint(-8, 8, (n, n), device=device, dtype=torch.int8)
+    return a8, torch.randint(-8, 8, (n, n), device=device, dtype=torch.int8).t()
+
+
 def int8_speedup(device: torch.device, n: int = 8192) -> dict:
-    """INT8 x INT8 -> INT32 matmul (``torch._int_mm``) against bf16 at the same shape."""
+    """INT8 x INT8 -> INT32 matmul (``torch._int_mm``) against the chip's 16-bit tensor-core dtype."""
     if not hasattr(torch, "_int_mm"):
         return {"skipped": f"this torch ({torch.__version__}) has no torch._int_mm"}
-    a8 = torch.randint(-8, 8, (n, n), device=device, dtype=torch.int8)
-    b8 = torch.randint(-8, 8, (n, n), device=device, dtype=torch.int8)
-    a16, b16 = a8.to(torch.bfloat16), b8.to(torch.bfloat16)
+    cap = gpu_capability(device)
+    if cap is not None and (reason := cap.skip_reason("int8")) is not None:
+        return {"skipped": reason}
+    half, half_dtype = _torch_half(device)
+    a8, b8 = int8_operands(n, device)
+    a16, b16 = a8.to(half_dtype), b8.to(half_dtype)
     try:
-        t8 = time_op(lambda: torch._int_mm(a8, b8), device=device).median
+        t8 = time_op(lambda: cuda_ops.int8_mm(a8, b8), device=device).median
     except RuntimeError as err:  # e.g. no int8 tensor-core kernel for this chip
         return {"skipped": f"torch._int_mm failed: {str(err).splitlines()[0]}"}
     t16 = time_op(lambda: a16 @ b16, device=device).median
-    return {"n": n, "int8_tops": 2 * n**3 / t8 / 1e12, "bf16_tflops": 2 * n**3 / t16 / 1e12, "speedup": t16 / t8}
+    return {"n": n, "int8_tops": 2 * n**3 / t8 / 1e12, "against": half, f"{half}_tflops": 2 * n**3 / t16 / 1e12,
+            "speedup": t16 / t8}
 
 
 def sparse_24_speedup(device: torch.device, n: int = 8192) -> dict:
     """A 2:4 semi-structured sparse fp16 matmul against the dense one (compute capability >= 8.0)."""
-    if torch.cuda.get_device_capability(device) < (8, 0):
-        return {"skipped": "2:4 sparse tensor cores need compute capability >= 8.0"}
+    cap = gpu_capability(device)
+    if cap is None or (reason := cap.skip_reason("2:4 sparse")) is not None:
+        return {"skipped": reason or f"2:4 sparse tensor cores are CUDA only, not {device}"}
     try:
         from torch.sparse import to_sparse_semi_structured
     except ImportError:
@@ -100,10 +120,15 @@ def nccl_bus_bandwidth() -> dict:
     from aihw.parallel.collectives_bench import BenchConfig, measure
 
     size = 256 * 2**20
-    rows = measure(BenchConfig(sizes_bytes=(size,), algorithms=("builtin",)), world_size=count, timeout_s=300)
-    seconds = min(r["seconds"] for r in rows)
-    bus = 2 * (count - 1) / count * size / seconds
-    return {"gpus": count, "bytes": size, "seconds": seconds, "bus_bandwidth_bytes_per_s": bus}
+    return bus_summary(measure(BenchConfig(sizes_bytes=(size,), algorithms=("builtin",)), world_size=count,
+                               timeout_s=300))
+
+
+def bus_summary(rows: list[dict]) -> dict:
+    """The fastest row of :func:`aihw.parallel.collectives_bench.measure`: ranks, bytes, seconds, bus bandwidth."""
+    best = min(rows, key=lambda r: r["time_s"])
+    return {"gpus": best["world_size"], "bytes": best["size_bytes"], "seconds": best["time_s"],
+            "backend": best["backend"], "bus_bandwidth_bytes_per_s": best["busbw"]}
 
 
 def collect(*, max_seconds: float = 180.0) -> dict:
@@ -127,8 +152,13 @@ def collect(*, max_seconds: float = 180.0) -> dict:
                                         bandwidth=report["copy_bandwidth_bytes_per_s"])
     report["int8"] = int8_speedup(device)
     report["sparse_2_4"] = sparse_24_speedup(device)
-    if "fp8" in report["matmul_tflops"] and "bf16" in report["matmul_tflops"]:
-        report["fp8_over_bf16"] = report["matmul_tflops"]["fp8"] / report["matmul_tflops"]["bf16"]
+    half, _ = _torch_half(device)
+    report["half_dtype"] = half  # the 16-bit float this chip has tensor cores for (fp16 on a T4)
+    cap = gpu_capability(device)
+    report["capability_skips"] = {f: r for f in ("bf16", "tf32", "fp8", "int4 weight-only", "2:4 sparse")
+                                  if cap is not None and (r := cap.skip_reason(f)) is not None}
+    if "fp8" in report["matmul_tflops"] and half in report["matmul_tflops"]:
+        report["fp8_over_half"] = report["matmul_tflops"]["fp8"] / report["matmul_tflops"][half]
     report["nccl"] = nccl_bus_bandwidth()
     return report
 
@@ -151,17 +181,20 @@ def to_markdown(report: dict) -> str:
     lines.append(f"Decode-like matrix-vector chain ({d['weight_bytes'] / 1e9:.2f} GB of bf16 weights): "
                  f"{d['seconds_per_token'] * 1e3:.3f} ms per token, {d['measured_over_predicted']:.2f} × "
                  "bytes ÷ measured bandwidth")
-    for key, label in (("int8", "INT8 (torch._int_mm) over bf16"), ("sparse_2_4", "2:4 sparse fp16 over dense")):
+    half = report.get("half_dtype", "bf16")
+    for key, label in (("int8", f"INT8 (torch._int_mm) over {half}"), ("sparse_2_4", "2:4 sparse fp16 over dense")):
         item = report[key]
         lines.append(f"{label}: " + (item["skipped"] if "skipped" in item else f"{item['speedup']:.2f}×"))
-    if "fp8_over_bf16" in report:
-        lines.append(f"FP8 over bf16 (best matmul): {report['fp8_over_bf16']:.2f}×")
+    if "fp8_over_half" in report:
+        lines.append(f"FP8 over {report.get('half_dtype', 'bf16')} (best matmul): {report['fp8_over_half']:.2f}×")
     n = report["nccl"]
     lines.append("NCCL all-reduce bus bandwidth: " + (n["skipped"] if "skipped" in n else
                                                       f"{n['bus_bandwidth_bytes_per_s'] / 1e9:,.0f} GB/s "
                                                       f"over {n['gpus']} GPUs"))
     if report["skipped"]:
         lines += ["", "Skipped: " + "; ".join(report["skipped"])]
+    for feature, reason in report.get("capability_skips", {}).items():
+        lines.append(f"Not measured on this chip: {feature}: {reason}")
     return "\n".join(lines) + "\n"
 
 

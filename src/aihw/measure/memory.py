@@ -26,7 +26,7 @@ import torch
 from aihw._validate import require_choice, require_positive
 from aihw.measure.device import pick_device
 from aihw.measure.tensors import SavedTensorCounter, storage_bytes
-from aihw.memory import MemoryConfig, activation_bytes_per_layer, estimate
+from aihw.memory.estimator import MemoryConfig, activation_bytes_per_layer, estimate
 from aihw.models.tinygpt import TinyGPT, TinyGPTConfig, random_batch
 
 MeasuredOptimizer = Literal["sgd", "sgd_momentum", "adam", "adamw"]  # the torch.optim ones of memory.Optimizer

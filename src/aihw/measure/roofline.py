@@ -19,11 +19,12 @@ from typing import Literal, get_args
 import torch
 
 from aihw._validate import require_choice, require_positive
+from aihw.formats.precision import bytes_per_element
+from aihw.measure import cuda_ops
 from aihw.measure.device import DEVICE_CHOICES, describe_device, fp8_matmul_support, pick_device, torch_dtype
 from aihw.measure.timing import time_op
-from aihw.precision import bytes_per_element
 
-# The matmul dtypes measured: names of the registry of number formats (aihw.precision); "fp8" is E4M3.
+# The matmul dtypes measured: names of the registry of number formats (aihw.formats.precision); "fp8" is E4M3.
 Dtype = Literal["fp32", "tf32", "bf16", "fp16", "fp8"]
 DTYPES: tuple[str, ...] = get_args(Dtype)
 MIN_SAMPLE_S = 0.01  # each timed sample lasts at least this long (seconds), to average out timer noise
@@ -194,9 +195,9 @@ def _matmul_op(dtype: str, n: int, device: torch.device) -> Callable[[], object]
     if dtype == "fp8":  # _scaled_mm wants B column-major and n a multiple of 16
         if n % 16:
             raise ValueError(f"fp8 needs n to be a multiple of 16, got {n}")
-        b_cols = b.t().contiguous().t()
+        b_cols = b.t()  # a column-major view of the random B (the values do not matter for timing)
         one = torch.ones((), device=device)
-        return lambda: torch._scaled_mm(a, b_cols, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+        return lambda: cuda_ops.fp8_mm(a, b_cols, one, one, torch.bfloat16)
     out = torch.empty(n, n, device=device, dtype=a.dtype)
     return lambda: torch.matmul(a, b, out=out)
 
@@ -223,8 +224,9 @@ def _measure_copies(device: torch.device, config: MeasureConfig, budget: _Budget
     points = []
     for mib in config.copy_mib:
         elements = max(1, int(mib * 2**20) // 4)
-        source = torch.rand(elements, device=device)
-        target = torch.empty_like(source)
+        # both buffers written before timing: a first-touch page fault is not memory bandwidth
+        source = torch.ones(elements, device=device)
+        target = torch.zeros_like(source)
         seconds = _time(partial(target.copy_, source), device, config, budget)
         if isinstance(seconds, str):
             skipped.append(f"copy {mib:g} MiB: {seconds}")

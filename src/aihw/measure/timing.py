@@ -32,6 +32,21 @@ def synchronizer(device: torch.device | str) -> Callable[[], None]:
     return lambda: None
 
 
+def synced_clock(device: torch.device | str) -> Callable[[], float]:
+    """A clock for timing phases inside a loop: each read first waits for ``device``'s queued work.
+
+    Without the wait, a GPU phase (an NCCL all-reduce, a backward pass) reads as the microseconds it took to
+    queue it, and its time is charged to whichever later phase happens to wait.
+    """
+    sync = synchronizer(device)
+
+    def read() -> float:
+        sync()
+        return time.perf_counter()
+
+    return read
+
+
 @dataclass(frozen=True)
 class Timing:
     """Seconds per call: the median of ``samples`` (each the mean over ``inner`` back-to-back calls)."""

@@ -250,10 +250,10 @@ def lost_update_prediction(cfg: MixedConfig) -> dict[str, float]:
 def activation_memory(width: int = 64, depth: int = 2, heads: int = 4, seq: int = 64, batch: int = 4
                       ) -> list[dict[str, float | str]]:
     """Saved-for-backward bytes of one TinyGPT step in fp32 and under CPU autocast(bf16), measured with
-    :class:`aihw.measure.memory.SavedTensorCounter`, beside :func:`aihw.memory.activation_bytes_per_layer`
+    :class:`aihw.measure.memory.SavedTensorCounter`, beside :func:`aihw.memory.estimator.activation_bytes_per_layer`
     at 4 and 2 bytes per value (plus the head's logits)."""
     from aihw.measure.memory import SavedTensorCounter
-    from aihw.memory import activation_bytes_per_layer
+    from aihw.memory.estimator import activation_bytes_per_layer
     from aihw.models.tinygpt import random_batch
 
     cfg = TinyGPTConfig(width=width, depth=depth, heads=heads, seq_len=seq)

@@ -13,6 +13,9 @@ import io
 import json
 import os
 import pickle
+import threading
+import uuid
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
@@ -172,18 +175,81 @@ def trained_mlp(config: TrainConfig = TrainConfig(), *, data: Digits | None = No
     folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     path = folder / f"digits-mlp-{cache_key(config, test_fraction=test_fraction, split_seed=split_seed)}.pt"
     model = make_mlp(config.hidden)
-    if path.exists():
+    state = load_weights(path)
+    if state is not None:
         try:
-            model.load_state_dict(torch.load(path, weights_only=True))
+            model.load_state_dict(state)
             return model.eval(), data
-        except (RuntimeError, EOFError, OSError, ValueError, pickle.UnpicklingError):
-            pass  # an unreadable cache file (e.g. truncated): train again and overwrite it
+        except (RuntimeError, ValueError):
+            pass  # another layout under this name: train again and overwrite it
     model = train_mlp(data, config)
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    torch.save(model.state_dict(), tmp)
-    os.replace(tmp, path)  # atomic: a reader never sees half a file
+    save_weights(model.state_dict(), path)
     return model, data
+
+
+def _temp_path(path: Path) -> Path:
+    """A temporary name beside ``path``, unique per call (process, thread and a random part)."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.{uuid.uuid4().hex}.tmp")
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a unique temporary file (removed on every error) and an atomic rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _temp_path(path)
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)  # atomic: a reader never sees half a file
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _digest_path(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def save_weights(state: Mapping[str, torch.Tensor], path: str | Path) -> bool:
+    """Save ``state`` at ``path`` with its sha256 digest beside it (``<path>.sha256``); both written atomically.
+
+    True when saved; False (with a warning) when the cache cannot be written, e.g. a directory stands at
+    ``path``: the caller keeps its freshly trained model, only the cache is skipped."""
+    path = Path(path)
+    buffer = io.BytesIO()
+    torch.save(dict(state), buffer)
+    data = buffer.getvalue()
+    try:
+        if path.is_dir():
+            raise IsADirectoryError(f"{path} is a directory")
+        _write_atomically(path, data)
+        _write_atomically(_digest_path(path), hashlib.sha256(data).hexdigest().encode())
+    except OSError as err:
+        warnings.warn(f"cache {path} not written ({err.__class__.__name__}: {err}); the model is not cached",
+                      RuntimeWarning, stacklevel=2)
+        return False
+    return True
+
+
+def load_weights(path: str | Path) -> dict[str, torch.Tensor] | None:
+    """The state dict saved at ``path`` by :func:`save_weights`, or None when it is missing, unreadable, does
+    not match the digest stored beside it (flipped bytes, a truncated file) or holds non-finite weights."""
+    path = Path(path)
+    try:
+        if not path.is_file():
+            return None
+        data = path.read_bytes()
+        want = _digest_path(path).read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if hashlib.sha256(data).hexdigest() != want:
+        return None
+    try:
+        state = torch.load(io.BytesIO(data), weights_only=True)
+    except (RuntimeError, EOFError, OSError, ValueError, pickle.UnpicklingError):
+        return None
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        return None
+    if any(v.is_floating_point() and not bool(torch.isfinite(v).all()) for v in state.values()):
+        return None
+    return state
 
 
 def trained_mlps(config: TrainConfig, seeds: Sequence[int], *, data: Digits | None = None,
@@ -217,17 +283,39 @@ def cached_json(prefix: str, spec: Mapping, compute: Callable[[], dict], *,
                                     sort_keys=True).encode()).hexdigest()[:16]
     folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     path = folder / f"{prefix}-{key}.json"
-    if path.exists():
-        try:
-            return json.loads(path.read_text())
-        except (OSError, ValueError):
-            pass
+    cached = _read_cached_json(path, key)
+    if cached is not None:
+        return cached
     result = compute()
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(result))
-    os.replace(tmp, path)
+    if not isinstance(result, dict):
+        raise TypeError(f"cached_json({prefix!r}): compute() must return a dict, got {type(result).__name__}")
+    body = json.dumps(result, sort_keys=True, allow_nan=False)
+    envelope = {"key": key, "sha256": hashlib.sha256(body.encode()).hexdigest(), "result": result}
+    try:
+        if path.is_dir():
+            raise IsADirectoryError(f"{path} is a directory")
+        _write_atomically(path, json.dumps(envelope, allow_nan=False).encode())
+    except OSError as err:
+        warnings.warn(f"cache {path} not written ({err.__class__.__name__}: {err})", RuntimeWarning, stacklevel=2)
     return result
+
+
+def _read_cached_json(path: Path, key: str) -> dict | None:
+    """The result stored at ``path`` if the file has the expected shape (an envelope with this key, a dict
+    result and its matching digest), else None (the caller recomputes and overwrites it)."""
+    try:
+        if not path.is_file():
+            return None
+        envelope = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(envelope, dict) or set(envelope) != {"key", "sha256", "result"} or envelope["key"] != key:
+        return None
+    result = envelope["result"]
+    if not isinstance(result, dict):
+        return None
+    body = json.dumps(result, sort_keys=True, allow_nan=False)
+    return result if hashlib.sha256(body.encode()).hexdigest() == envelope["sha256"] else None
 
 
 @torch.inference_mode()
@@ -303,5 +391,5 @@ def linear_flops(model: nn.Module, batch: int, *, count_zeros: bool = True) -> i
 
 
 __all__ = ["Digits", "TrainConfig", "load_digits", "make_mlp", "fit", "train_mlp", "trained_mlp",
-           "trained_mlps", "data_fingerprint", "cached_json", "torch_threads", "default_cache_dir", "cache_key", "accuracy", "size_bytes", "param_bytes", "latencies",
+           "trained_mlps", "data_fingerprint", "cached_json", "save_weights", "load_weights", "torch_threads", "default_cache_dir", "cache_key", "accuracy", "size_bytes", "param_bytes", "latencies",
            "latency", "scorecard", "linear_flops"]

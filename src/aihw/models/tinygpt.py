@@ -18,8 +18,8 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from aihw._validate import require_choice, require_in_range, require_positive
-from aihw.flops import RECOMPUTE_CHOICES, Recompute
-from aihw.model_presets import ModelShape
+from aihw.transformer.flops import RECOMPUTE_CHOICES, Recompute
+from aihw.transformer.shapes import ModelShape
 
 
 @dataclass(frozen=True)

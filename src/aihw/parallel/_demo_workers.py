@@ -190,3 +190,14 @@ def _main() -> None:
 
 if __name__ == "__main__":
     _main()
+
+
+def start_session_child(ctx: RankContext, directory: str) -> int:
+    """Start a child in a session of its own (``start_new_session=True``: outside the rank's process group, out
+    of reach of signals to that group), write its pid as ``rank<r>.child.pid`` and the rank's as ``rank<r>.pid``,
+    and return: the launcher must still stop the child."""
+    folder = Path(directory)
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"], start_new_session=True)
+    _write_atomically(folder / f"rank{ctx.rank}.child.pid", str(child.pid))
+    _write_atomically(folder / f"rank{ctx.rank}.pid", str(os.getpid()))
+    return ctx.rank

@@ -23,33 +23,48 @@ import torch
 import torch.distributed as dist
 
 from aihw._validate import require_choice
+from aihw.measure.timing import synchronizer
 
 MIN_PIECE_BYTES = 256 * 1024  # the ring pipelines a chunk in pieces no smaller than this
 
 
-def _isend(tensor: torch.Tensor, dst: int) -> dist.Work:
-    work = dist.isend(tensor, dst)
-    assert work is not None  # point-to-point calls always return a handle
-    return work
+def backend_device() -> torch.device:
+    """Where this rank's communication buffers must live for the default group's backend.
+
+    NCCL moves only CUDA tensors (the rank's current CUDA device, set by the launcher); gloo moves CPU tensors.
+    """
+    if dist.get_backend() == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
 
 
-def _irecv(tensor: torch.Tensor, src: int) -> dist.Work:
-    work = dist.irecv(tensor, src)
-    assert work is not None
-    return work
+def _post(ops: list[dist.P2POp]) -> list[dist.Work]:
+    """Post a group of sends and receives as one batch (``dist.batch_isend_irecv``) and return their handles.
+
+    NCCL runs a pair's sends and receives on one stream: two ranks that each post a lone receive before their
+    send wait for each other for ever. Posted in one batch, a rank's sends and receives start together, so
+    every exchange in this module is safe under NCCL as well as gloo. An empty list posts nothing.
+    """
+    if not ops:
+        return []
+    return list(dist.batch_isend_irecv(ops))
 
 
-def _exchange(send: torch.Tensor, dst: int, recv: torch.Tensor, src: int) -> None:
-    """Send ``send`` to ``dst`` while receiving ``recv`` from ``src`` (both non-blocking, then wait).
+def _send_op(tensor: torch.Tensor, dst: int) -> dist.P2POp:
+    return dist.P2POp(dist.isend, tensor, dst)
+
+
+def _recv_op(tensor: torch.Tensor, src: int) -> dist.P2POp:
+    return dist.P2POp(dist.irecv, tensor, src)
+
+
+def exchange(send: torch.Tensor, dst: int, recv: torch.Tensor, src: int) -> None:
+    """Send ``send`` to ``dst`` while receiving ``recv`` from ``src``: one batch of both, then wait.
 
     An empty tensor is neither sent nor received: the peer knows the size too and skips it as well.
     """
-    requests: list[dist.Work] = []
-    if recv.numel():  # receive posted first: the incoming bytes can land in place when they arrive
-        requests.append(_irecv(recv, src))
-    if send.numel():
-        requests.append(_isend(send, dst))
-    for request in requests:
+    ops = ([_recv_op(recv, src)] if recv.numel() else []) + ([_send_op(send, dst)] if send.numel() else [])
+    for request in _post(ops):
         request.wait()
 
 
@@ -104,25 +119,43 @@ def _ring_phase(flat: torch.Tensor, send_chunk: Callable[[int], int], *, reduce:
         count = max(1, min(segments, (end - start) * flat.element_size() // MIN_PIECE_BYTES))
         return [(start + a, start + b) for a, b in chunk_bounds(end - start, count) if b > a]
 
-    def post_receives(step: int) -> list[dist.Work]:  # into the spare buffer: the other one is still being added
+    def receive_into(step: int, a: int, b: int) -> torch.Tensor:  # alternate buffers: one is still being added
         start = bounds[send_chunk(step + 1)][0]
-        return [_irecv(buffers[step % 2][a - start:b - start] if reduce else flat[a:b], left)
-                for a, b in pieces(send_chunk(step + 1))]
+        return buffers[step % 2][a - start:b - start] if reduce else flat[a:b]
 
-    receives = post_receives(0)  # posted before sending: incoming pieces land in place
-    sends = [_isend(flat[a:b], right) for a, b in pieces(send_chunk(0))]
-    for step in range(p - 1):
-        upcoming = post_receives(step + 1) if step + 2 < p else []
-        start = bounds[send_chunk(step + 1)][0]
-        for (a, b), request in zip(pieces(send_chunk(step + 1)), receives, strict=True):
+    # Piece i of step s is one batch: send piece i of chunk send_chunk(s) right, receive piece i of chunk
+    # send_chunk(s + 1) from the left (what the left neighbour sends in its batch (s, i)). Every rank posts its
+    # batches in the same (s, i) order, so they pair up under NCCL too. Piece i of step s is posted as soon as
+    # piece i of step s - 1 has arrived (and been added), while later pieces are still on the wire (pipelining).
+    # batch_isend_irecv hands back one handle per operation (gloo) or one for the whole batch (NCCL): a batch's
+    # handles are waited together, which waits for its receive.
+    posted: dict[tuple[int, int], list[dist.Work]] = {}  # (step, piece) -> that batch's handles, until waited
+
+    def arrived(step: int, i: int) -> None:
+        for request in posted.pop((step, i)):
             request.wait()
-            if reduce:
-                flat[a:b].add_(buffers[step % 2][a - start:b - start])
-            if step + 2 < p:  # forward this piece at once: it is what the next step sends
-                sends.append(_isend(flat[a:b], right))
-        receives = upcoming
-    for request in sends:
-        request.wait()
+
+    for step in range(p - 1):
+        out_pieces, in_pieces = pieces(send_chunk(step)), pieces(send_chunk(step + 1))
+        for i in range(max(len(out_pieces), len(in_pieces))):
+            ops = []
+            if i < len(out_pieces):
+                a, b = out_pieces[i]
+                if step:  # this piece arrived last step: wait for it and add it in before forwarding it
+                    arrived(step - 1, i)
+                    if reduce:
+                        flat[a:b].add_(receive_into(step - 1, a, b))
+                ops.append(_send_op(flat[a:b], right))
+            if i < len(in_pieces):
+                a, b = in_pieces[i]
+                ops.append(_recv_op(receive_into(step, a, b), left))
+            posted[(step, i)] = _post(ops)
+    for i, (a, b) in enumerate(pieces(send_chunk(p - 1))):  # the last step's pieces: wait and add
+        arrived(p - 2, i)
+        if reduce:
+            flat[a:b].add_(receive_into(p - 2, a, b))
+    for key in list(posted):  # batches that only sent
+        arrived(*key)
 
 
 def ring_reduce_scatter(flat: torch.Tensor, *, segments: int = 4) -> tuple[int, int]:
@@ -208,7 +241,7 @@ def recursive_doubling_all_reduce(tensor: torch.Tensor) -> torch.Tensor:
     while mask < power:
         partner_new = new_rank ^ mask
         partner = partner_new * 2 + 1 if partner_new < extra else partner_new + extra
-        _exchange(flat, partner, incoming, partner)
+        exchange(flat, partner, incoming, partner)
         flat.add_(incoming)
         mask <<= 1
     if rank < 2 * extra:
@@ -319,22 +352,22 @@ def p2p_all_to_all(inputs: list[torch.Tensor], *, recv_sizes: list[int] | None =
     out[rank] = inputs[rank].clone()
     for step in range(1, p):
         dst, src = (rank + step) % p, (rank - step) % p
-        _exchange(inputs[dst].contiguous(), dst, out[src], src)
+        exchange(inputs[dst].contiguous(), dst, out[src], src)
     return out
 
 
 def compare_more_with_builtin(ctx, numels: tuple[int, ...] = (1, 5, 64, 1000), seed: int = 0) -> list[dict]:
     """Worker: the send/recv all-gather, reduce-scatter and all-to-all next to torch.distributed's."""
-    rows, p = [], ctx.world_size
+    rows, p, device = [], ctx.world_size, backend_device()
     for numel in numels:
         gen = torch.Generator().manual_seed(seed * 7919 + numel * 31 + ctx.rank)
-        data = (torch.randn(p * numel, generator=gen) * 100).round()
+        data = (torch.randn(p * numel, generator=gen) * 100).round().to(device)
         got = p2p_all_gather(data[:numel])
-        ref = torch.empty(p * numel)
+        ref = torch.empty(p * numel, device=device)
         _all_gather_single(ref, data[:numel].contiguous())
         rows.append({"collective": "all_gather", "numel": numel, "exact": bool(torch.equal(got.reshape(-1), ref))})
         got = p2p_reduce_scatter(data)
-        ref = torch.empty(numel)
+        ref = torch.empty(numel, device=device)
         dist.reduce_scatter_tensor(ref, data.clone()) if ctx.backend != "gloo" else _gloo_reduce_scatter(ref, data)
         rows.append({"collective": "reduce_scatter", "numel": numel, "exact": bool(torch.equal(got, ref))})
         got = torch.cat(p2p_all_to_all(list(data.chunk(p))))
@@ -361,25 +394,30 @@ def time_collectives(ctx, size_bytes: int = 1 << 20, repeats: int = 5) -> list[d
     """Worker: median seconds of each send/recv collective and its torch.distributed counterpart (float32)."""
     import time
 
-    p, n = ctx.world_size, size_bytes // 4
+    p, n, device = ctx.world_size, size_bytes // 4, backend_device()
     n -= n % p
-    data = torch.randn(n)
+    data = torch.randn(n, device=device)
     cases = {
         "all_gather": (lambda: p2p_all_gather(data[:n // p]),
-                       lambda: _all_gather_single(torch.empty(n), data[:n // p].contiguous())),
-        "reduce_scatter": (lambda: p2p_reduce_scatter(data), lambda: _gloo_reduce_scatter(torch.empty(n // p), data)
-                           if ctx.backend == "gloo" else dist.reduce_scatter_tensor(torch.empty(n // p), data)),
+                       lambda: _all_gather_single(torch.empty(n, device=device), data[:n // p].contiguous())),
+        "reduce_scatter": (lambda: p2p_reduce_scatter(data),
+                           lambda: _gloo_reduce_scatter(torch.empty(n // p, device=device), data)
+                           if ctx.backend == "gloo"
+                           else dist.reduce_scatter_tensor(torch.empty(n // p, device=device), data)),
         "all_to_all": (lambda: p2p_all_to_all(list(data.chunk(p))),
                        lambda: dist.all_to_all_single(torch.empty_like(data), data)),
     }
+    sync = synchronizer(device)  # NCCL calls return before the GPU has moved the bytes
     rows = []
     for name, (ours, theirs) in cases.items():
         for label, fn in (("send/recv", ours), ("torch.distributed", theirs)):
             samples = []
             for _ in range(repeats + 1):
+                sync()
                 dist.barrier()
                 t0 = time.perf_counter()
                 fn()
+                sync()
                 samples.append(time.perf_counter() - t0)
             samples = sorted(samples[1:])
             rows.append({"collective": name, "implementation": label, "bytes": n * 4, "ranks": p,

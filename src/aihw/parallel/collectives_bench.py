@@ -20,7 +20,7 @@ import torch
 import torch.distributed as dist
 
 from aihw._validate import require_choice, require_positive
-from aihw.collective_cost import LinkModel, algorithm_bandwidth, bus_bandwidth, fit_alpha_beta
+from aihw.comm.collectives import LinkModel, algorithm_bandwidth, bus_bandwidth, fit_alpha_beta
 from aihw.measure.timing import time_op
 from aihw.parallel.collectives import ALGORITHM_NAMES, all_reduce
 from aihw.parallel.launch import LaunchConfig, RankContext, launch, run_under_torchrun

@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from typing import cast
 
 import torch
-import torch.distributed as dist
 import torch.nn.functional as F
 
 from aihw._validate import require_positive
 from aihw.models.tinygpt import Block, TinyGPT, TinyGPTConfig, random_batch
+from aihw.parallel.collectives import exchange
 from aihw.parallel.launch import LaunchConfig, RankContext, launch_each
 
 
@@ -53,10 +53,7 @@ def ring_bytes(cfg: RingConfig, cp: int, bytes_per_value: int = 4) -> int:
 def _pass_along(blocks: torch.Tensor, rank: int, world: int) -> tuple[torch.Tensor, int]:
     """Send ``blocks`` to the next rank, receive the previous rank's; returns (received, bytes sent)."""
     received = torch.empty_like(blocks)
-    requests = [dist.irecv(received, (rank - 1) % world), dist.isend(blocks.contiguous(), (rank + 1) % world)]
-    for request in requests:
-        assert request is not None, "every rank of the ring is in the default process group"
-        request.wait()
+    exchange(blocks.contiguous(), (rank + 1) % world, received, (rank - 1) % world)  # one batch: NCCL-safe
     return received, blocks.numel() * blocks.element_size()
 
 
@@ -68,7 +65,7 @@ def ring_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, rank: i
     """
     scale = 1.0 / math.sqrt(q.shape[-1])
     n = q.shape[-2]
-    m = torch.full(q.shape[:-1] + (1,), float("-inf"), dtype=q.dtype)
+    m = torch.full(q.shape[:-1] + (1,), float("-inf"), dtype=q.dtype, device=q.device)
     denom = torch.zeros_like(m)
     out = torch.zeros_like(q)
     kv = torch.stack([k, v])

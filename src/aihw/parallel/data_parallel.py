@@ -22,7 +22,6 @@ import hashlib
 import os
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Literal, get_args
@@ -35,6 +34,7 @@ from torch import nn
 from aihw._validate import require_choice, require_positive
 from aihw.measure.device import pick_backend
 from aihw.measure.tensors import grad_of, tensor_bytes
+from aihw.measure.timing import synced_clock
 from aihw.parallel.launch import LaunchConfig, RankContext, launch, launch_each, run_under_torchrun
 
 Mode = Literal["naive", "bucketed", "ddp"]
@@ -163,17 +163,18 @@ def _train(model: nn.Module, config: DPConfig, *, rank: int, world_size: int, sy
     told each finished step."""
     optimizer = torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum)
     losses, compute_s, comm_s, step_s = [], [], [], []
+    clock = synced_clock(device)  # waits for the GPU before each read: NCCL and backward are asynchronous
     for step in range(config.steps):
         x, y = (t.to(device) for t in digits_batch(step, config, rank=rank, world_size=world_size))
-        start = time.perf_counter()
+        start = clock()
         optimizer.zero_grad(set_to_none=False)
         loss = F.cross_entropy(model(x), y)
         loss.backward()
-        backward_done = time.perf_counter()
+        backward_done = clock()
         sync()
-        synced = time.perf_counter()
+        synced = clock()
         optimizer.step()
-        done = time.perf_counter()
+        done = clock()
         losses.append(float(loss.item()))
         if progress is not None:
             progress(f"step {step}")

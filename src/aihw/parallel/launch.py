@@ -14,7 +14,9 @@ interface as well, whatever the machine's hostname resolves to: a local run list
 Results travel back pickled, by value: return plain Python values or CPU tensors (call ``.cpu()`` on GPU
 tensors).
 
-Each rank runs in its own process group, so stopping a rank also stops any process it started; a rank whose
+Each rank runs in its own process group, so stopping a rank also stops any process it started; processes a rank
+started in a session or group of their own (``start_new_session=True``) are found by walking ``/proc`` for the
+rank's descendants, by the rank itself as it ends and by the launcher as it stops the ranks. A rank whose
 parent dies (a killed Jupyter kernel) stops itself and its process group.
 
 A worker reports progress with ``ctx.progress("...")`` (rank 0's calls count); ``launch(..., on_progress=f)``
@@ -54,6 +56,8 @@ EXIT_PATIENCE_S = 5.0  # seconds finished ranks get to tear down their process g
 # Ranks' own rendezvous/collective timeouts are timeout_s + this, so the parent's deadline always fires first
 # and the reader sees one WorkerTimeout naming the stuck ranks rather than a gloo timeout from some rank.
 CHILD_TIMEOUT_MARGIN_S = 30.0
+MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week: timeout_s beyond it is a typo (and overflows timedelta and waits)
+MAX_STOP_GRACE_S = 600.0  # ten minutes between SIGTERM and SIGKILL at most
 SILENT_DEATH_GRACE_S = 1.0  # a rank that exited is declared failed if no report arrives within this
 _NOTEBOOK_HINT = "define the worker in a module (spawn cannot pickle functions defined in a notebook)"
 
@@ -62,6 +66,12 @@ def _require_int(name: str, value: object, low: int, high: int, why: str = "") -
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ValueError(f"{name} must be an integer in [{low}, {high}]{why}, got {value!r}")
     return value
+
+
+def _require_seconds(name: str, value: object, most: float) -> None:
+    """A positive finite number of seconds no larger than ``most`` (waits and timedelta overflow beyond)."""
+    if require_positive(name, value) > most:
+        raise ValueError(f"{name} must be at most {most:,.0f} s, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -88,13 +98,13 @@ class LaunchConfig:
         _require_int("max_world_size", self.max_world_size, 1, 4096)
         _require_int("world_size", self.world_size, 1, self.max_world_size,
                      f" (max_world_size, default {DEFAULT_MAX_WORLD_SIZE}, can be raised)")
-        require_positive("timeout_s", self.timeout_s)
+        _require_seconds("timeout_s", self.timeout_s, MAX_TIMEOUT_S)
         require_choice("backend", self.backend, BACKEND_CHOICES)
         _require_int("threads_per_rank", self.threads_per_rank, 1, 1024)
         if not isinstance(self.gpu_compute, bool):
             raise ValueError(f"gpu_compute must be True or False, got {self.gpu_compute!r}")
         require_choice("nccl_algo", self.nccl_algo, NCCL_ALGOS)
-        require_positive("stop_grace_s", self.stop_grace_s)
+        _require_seconds("stop_grace_s", self.stop_grace_s, MAX_STOP_GRACE_S)
 
 
 @dataclass(frozen=True)
@@ -163,7 +173,8 @@ def _worker_reference(fn: Callable) -> tuple[str, str]:
     if "<" in qualname:  # <lambda> or <locals>: closures and nested functions have no importable name
         raise ValueError(f"worker {module}.{qualname} is a lambda, closure or nested function; "
                          f"{_NOTEBOOK_HINT}, import it and pass it")
-    if module == "__main__" and getattr(sys.modules.get("__main__"), "__file__", None) is None:
+    main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+    if module == "__main__" and (main_file is None or not os.path.isfile(main_file)):  # `python -`: "<stdin>"
         raise ValueError(f"worker {qualname!r} is defined in __main__ (a notebook or interactive session); "
                          f"{_NOTEBOOK_HINT}, e.g. a .py file next to the notebook, and import it from there")
     try:
@@ -249,6 +260,62 @@ def _kill_group(process: Any, sig: int) -> None:
         pass
 
 
+def _parents() -> dict[int, int]:
+    """pid -> parent pid of every process (Linux /proc; empty elsewhere)."""
+    table: dict[int, int] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return table
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read(4096)
+            table[int(entry)] = int(stat.rsplit(b")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return table
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (children, their children, ...), whatever their session or group."""
+    children: dict[int, list[int]] = {}
+    for child, parent in _parents().items():
+        children.setdefault(parent, []).append(child)
+    found, todo = [], list(children.get(pid, []))
+    while todo:
+        child = todo.pop()
+        found.append(child)
+        todo.extend(children.get(child, []))
+    return found
+
+
+def _kill_pids(pids: list[int], sig: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _end_descendants() -> None:
+    """SIGKILL every process this rank started that is outside its process group (a new session or group):
+    the launcher's signals to the group would miss them."""
+    if not hasattr(os, "getpgid"):
+        return
+    own = os.getpgrp()
+    outside = []
+    for pid in descendants(os.getpid()):
+        try:
+            if os.getpgid(pid) != own:
+                outside.append(pid)
+        except ProcessLookupError:
+            continue
+    _kill_pids(outside, signal.SIGKILL)
+
+
 def _end_group_if_orphaned(parent_pid: int) -> None:
     """If the launching process is gone, SIGKILL this rank's process group: the rank and whatever it started.
 
@@ -303,7 +370,10 @@ def _child_main(fn_ref: tuple[str, str], args_blob: bytes, rank: int, world_size
             if dist.is_initialized():
                 dist.destroy_process_group()
         finally:
-            _end_group_if_orphaned(parent_pid)
+            try:
+                _end_descendants()
+            finally:
+                _end_group_if_orphaned(parent_pid)
 
 
 def _pickle_args(args: tuple) -> bytes:
@@ -338,15 +408,46 @@ def launch(fn: Callable, *args: Any, config: LaunchConfig = LaunchConfig(),
                 args=(fn_ref, args_blob, rank, config.world_size, choice.backend, choice.device_type,
                       store.port, config.threads_per_rank, config.timeout_s, results, os.getpid(),
                       config.nccl_algo))
-            process.start()
-            processes.append(process)
+            with _sigint_deferred():  # a Ctrl-C here would leave a started rank out of `processes`
+                process.start()
+                processes.append(process)
         outcome = _collect(processes, results, config.timeout_s, on_progress)
         finished = True
         return outcome
     finally:
-        _stop_all(processes, patience_s=EXIT_PATIENCE_S if finished else 0.0, grace_s=config.stop_grace_s)
-        results.close()
-        del store
+        try:
+            _stop_all(processes, patience_s=EXIT_PATIENCE_S if finished else 0.0, grace_s=config.stop_grace_s)
+        finally:  # release the queue's pipe, feeder thread and semaphores, and the store's socket, even then
+            results.close()
+            results.join_thread()
+            for process in processes:
+                try:
+                    process.close()
+                except ValueError:  # still running: _stop_all was itself interrupted
+                    pass
+            del store
+
+
+class _sigint_deferred:
+    """Hold back SIGINT (Ctrl-C) in the main thread for the ``with`` body; deliver it on exit as
+    KeyboardInterrupt. Elsewhere (another thread, another handler installed) it does nothing."""
+
+    def __enter__(self) -> _sigint_deferred:
+        self.pending = False
+        self.previous: Any = None
+        if threading.current_thread() is threading.main_thread() and \
+                signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            self.previous = signal.signal(signal.SIGINT, self._note)
+        return self
+
+    def _note(self, signum: int, frame: object) -> None:
+        self.pending = True
+
+    def __exit__(self, *exc: object) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+            if self.pending:
+                raise KeyboardInterrupt
 
 
 def _loopback_store(timeout: timedelta) -> dist.TCPStore:
@@ -427,20 +528,32 @@ def _stop_all(processes: list, *, patience_s: float, grace_s: float = STOP_GRACE
     (Ctrl-C again while ranks are being stopped) cuts the grace period short, kills everything at once,
     and is raised only after every rank is gone.
     """
+    below: set[int] = set()  # every rank's descendants, seen while the rank is alive (before they reparent)
     try:
+        below.update(_descendants_of(processes))
         deadline = time.monotonic() + patience_s
         for process in processes:
             process.join(max(0.0, deadline - time.monotonic()))
+        below.update(_descendants_of(processes))
         for process in processes:
             if process.exitcode is None:
                 _kill_group(process, signal.SIGTERM)
+        _kill_pids(sorted(below), signal.SIGTERM)
         deadline = time.monotonic() + grace_s
         for process in processes:
             process.join(max(0.0, deadline - time.monotonic()))
-    except KeyboardInterrupt:
+    finally:  # SIGKILL whatever is left, however the wait above ended (an interrupt, an error, an overflow)
+        below.update(_descendants_of(processes))
+        _kill_pids(sorted(below), signal.SIGKILL)
         _kill_all(processes)
-        raise
-    _kill_all(processes)
+
+
+def _descendants_of(processes: list) -> list[int]:
+    found: list[int] = []
+    for process in processes:
+        if process.pid is not None and process.exitcode is None:
+            found.extend(descendants(process.pid))
+    return found
 
 
 def _kill_all(processes: list) -> None:

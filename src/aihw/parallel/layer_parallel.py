@@ -26,11 +26,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from aihw._validate import require_positive
+from aihw.layout.dims import stage_layers
 from aihw.measure.tensors import grad_of, tensor_bytes
 from aihw.measure.timing import synchronizer
 from aihw.models.tinygpt import TinyGPT, TinyGPTConfig, random_batch
 from aihw.parallel import p2p
-from aihw.parallel_dims import stage_layers
 
 TIED = ("embed.tok.weight", "head.out.weight")  # the same matrix in the unsplit model
 
@@ -38,7 +38,7 @@ TIED = ("embed.tok.weight", "head.out.weight")  # the same matrix in the unsplit
 def split_layers(depth: int, stages: int) -> list[range]:
     """Block indices of each stage, consecutive; uneven when ``stages`` does not divide ``depth``.
 
-    The split is :func:`aihw.parallel_dims.stage_layers` (the planner's): the remainder goes to the middle
+    The split is :func:`aihw.layout.dims.stage_layers` (the planner's): the remainder goes to the middle
     stages, so the first and last (which also hold the embedding and the head) get fewer blocks.
     """
     require_positive("depth", depth, integer=True)

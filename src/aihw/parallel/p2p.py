@@ -7,6 +7,12 @@ monotonic clock shared by all processes of the machine), so a schedule can draw 
 Sends are asynchronous (``isend``): a stage never blocks on its own send, so no schedule can deadlock on two
 stages sending to each other at once; the caller keeps the returned handle and waits for it before the step
 ends (:func:`wait_all`). Receives block, and the time they block includes waiting for the peer to send.
+
+That reasoning holds for gloo, which is what the pipeline runs on (:func:`aihw.parallel.pipeline.run_pipeline`
+launches with ``backend="gloo"``, CPU tensors). Under NCCL a lone send can wait on the pair's stream until the
+peer's receive starts, so in 1F1B two neighbours that each send before they receive could wait for ever; these
+helpers refuse an NCCL group rather than risk it (the batched exchanges of :mod:`aihw.parallel.collectives`
+are the NCCL-safe form).
 """
 
 from __future__ import annotations
@@ -42,8 +48,16 @@ class PendingSend:
     payload: torch.Tensor
 
 
+def _require_gloo() -> None:
+    backend = dist.get_backend()
+    if backend != "gloo":
+        raise ValueError(f"the pipeline's send/recv helpers run on gloo only, not {backend!r}: a lone send before a "
+                         "receive can wait for ever under NCCL; launch the pipeline with backend='gloo'")
+
+
 def send(tensor: torch.Tensor, *, dst: int, tag: str, micro_batch: int) -> tuple[PendingSend, Transfer]:
     """Post an asynchronous send of ``tensor`` to rank ``dst``; keep the handle (and the tensor) alive."""
+    _require_gloo()
     payload = tensor.detach().contiguous()
     start = time.perf_counter()
     work = dist.isend(payload, dst)
@@ -55,6 +69,7 @@ def send(tensor: torch.Tensor, *, dst: int, tag: str, micro_batch: int) -> tuple
 def recv(shape: Sequence[int], *, src: int, tag: str, micro_batch: int, dtype: torch.dtype = torch.float32,
          device: torch.device | str = "cpu") -> tuple[torch.Tensor, Transfer]:
     """Block until a tensor of ``shape`` arrives from rank ``src``; return it and the record."""
+    _require_gloo()
     buffer = torch.empty(tuple(shape), dtype=dtype, device=device)
     start = time.perf_counter()
     dist.recv(buffer, src)

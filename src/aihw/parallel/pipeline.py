@@ -13,7 +13,7 @@ activations per stage is measured, not assumed. Each forward and backward also r
 (``time.thread_time``; one intra-op thread per rank, so the compute runs on that thread): CPU seconds over wall
 seconds below 1 mean the rank waited for a core (other programs, or more ranks than cores).
 
-Bubble convention: see :mod:`aihw.pipeline_sim` (idle share of the step, theory ``(p - 1) / (m + p - 1)``).
+Bubble convention: see :mod:`aihw.layout.schedules` (idle share of the step, theory ``(p - 1) / (m + p - 1)``).
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from aihw._validate import require_choice, require_positive
+from aihw.layout.schedules import TimelineEvent, bubble_fraction, idle_events, peak_in_flight, simulate
 from aihw.measure.tensors import SavedTensorCounter, grad_of
 from aihw.models.tinygpt import TinyGPTConfig, random_batch
 from aihw.parallel import p2p
 from aihw.parallel.launch import LaunchConfig, launch
 from aihw.parallel.layer_parallel import build_stages, split_layers, stage_grads, tie_gradients
-from aihw.pipeline_sim import TimelineEvent, bubble_fraction, idle_events, peak_in_flight, simulate
 
 Schedule = Literal["gpipe", "1f1b"]
 SCHEDULES: tuple[str, ...] = get_args(Schedule)

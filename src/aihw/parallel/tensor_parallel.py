@@ -186,12 +186,12 @@ def _copy_norm(norm: nn.LayerNorm) -> nn.LayerNorm:
 
 def check_tp(cfg: TinyGPTConfig, tp: int) -> None:
     """ValueError unless ``tp`` divides the heads, the width and the MLP width (the layout rules of
-    :class:`aihw.parallel_dims.ParallelDims`, checked here with TinyGPT's own wording)."""
+    :class:`aihw.layout.dims.ParallelDims`, checked here with TinyGPT's own wording)."""
     require_positive("tp", tp, integer=True)
     _shard(cfg.heads, tp, "the attention heads")
     _shard(cfg.width, tp, "the width")
     _shard(4 * cfg.width, tp, "the MLP width")
-    from aihw.parallel_dims import ParallelDims
+    from aihw.layout.dims import ParallelDims
 
     ParallelDims(tp=tp).validate_model(cfg.shape())  # the same rules the planner and memory estimator apply
 

@@ -11,7 +11,7 @@ that chunk only, updates it, and ring all-gather brings every rank the updated w
 wire as plain data parallelism, 1/p of the optimizer state.
 
 Memory is measured by summing the bytes of the tensors each rank holds (weights, gradients, optimizer
-state), and compared with :mod:`aihw.memory`'s estimate for the same parameter count, dp degree and ZeRO stage.
+state), and compared with :mod:`aihw.memory.estimator`'s estimate for the same parameter count, dp degree and ZeRO stage.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from torch import nn
 
 from aihw._validate import require_choice, require_positive
 from aihw.measure.tensors import grad_of, tensor_bytes
-from aihw.memory import MemoryConfig, ZeroStage, estimate
+from aihw.memory.estimator import MemoryConfig, ZeroStage, estimate
 from aihw.parallel.collectives import chunk_bounds, ring_all_gather, ring_reduce_scatter
 from aihw.parallel.data_parallel import DPConfig, digits_batch, make_model
 from aihw.parallel.launch import LaunchConfig, RankContext, launch_each
@@ -99,8 +99,8 @@ class ZeroOneAdamW:
         return state_bytes(self.inner)
 
 
-def _build(config: ZeroConfig, world_size: int):
-    model = make_model(config.data())
+def _build(config: ZeroConfig, world_size: int, device: torch.device):
+    model = make_model(config.data()).to(device)
     if config.method == "zero1" and world_size > 1:
         return model, ZeroOneAdamW(list(model.parameters()), lr=config.lr)
     if config.method == "fsdp":
@@ -122,7 +122,7 @@ def _sync_dp(model: nn.Module, method: str, world_size: int) -> None:
 
 
 def _full_state(model: nn.Module) -> dict[str, torch.Tensor]:
-    return {k: (v.full_tensor() if hasattr(v, "full_tensor") else v).detach().clone()
+    return {k: (v.full_tensor() if hasattr(v, "full_tensor") else v).detach().cpu().clone()
             for k, v in model.state_dict().items()}
 
 
@@ -132,11 +132,12 @@ def zero_worker(ctx: RankContext | None, config: ZeroConfig) -> dict:
     ``ctx=None`` runs the single-process reference (whole global batch, no communication).
     """
     rank, world_size = (ctx.rank, ctx.world_size) if ctx is not None else (0, 1)
-    model, optimizer = _build(config, world_size)
+    device = ctx.device if ctx is not None else torch.device("cpu")  # NCCL moves only the rank's CUDA tensors
+    model, optimizer = _build(config, world_size, device)
     losses = []
     grads_bytes = 0
     for step in range(config.steps):
-        x, y = digits_batch(step, config.data(), rank=rank, world_size=world_size)
+        x, y = (t.to(device) for t in digits_batch(step, config.data(), rank=rank, world_size=world_size))
         optimizer.zero_grad()
         loss = F.cross_entropy(model(x), y)
         loss.backward()
@@ -147,12 +148,12 @@ def zero_worker(ctx: RankContext | None, config: ZeroConfig) -> dict:
     opt_bytes = optimizer.state_bytes() if isinstance(optimizer, ZeroOneAdamW) else state_bytes(optimizer)
     measured = {"weights": tensor_bytes(model.parameters()), "gradients": grads_bytes, "optimizer": opt_bytes}
     return {"rank": rank, "world_size": world_size, "method": config.method, "losses": losses,
-            "state": _full_state(model), "measured": measured,
+            "state": {k: v.cpu() for k, v in _full_state(model).items()}, "measured": measured,
             "params": sum(p.numel() for p in make_model(config.data()).parameters())}
 
 
 def predicted_bytes(params: int, *, world_size: int, method: str) -> dict[str, float]:
-    """Per-rank weights, gradients and optimizer bytes from :mod:`aihw.memory` (fp32, AdamW, ZeRO stage)."""
+    """Per-rank weights, gradients and optimizer bytes from :mod:`aihw.memory.estimator` (fp32, AdamW, ZeRO stage)."""
     require_choice("method", method, METHODS)
     est = estimate(MemoryConfig(params=params, precision="fp32", optimizer="adamw", dp=world_size,
                                 zero=ZERO_STAGE[method]))

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from aihw.collective_cost import ClusterEstimate, LinkModel, all_reduce_time
+from aihw.comm.collectives import ClusterEstimate, LinkModel, all_reduce_time
 from aihw.plots.style import COLUMN_WIDTH_IN, legend_outside, styled, tidy
 
 
@@ -139,7 +139,7 @@ def plot_memory_comparison(rows: Sequence[Mapping], ax=None):
     labels = [f"{r['method']}\n{r['component']}" for r in rank0]
     x = np.arange(len(rank0))
     ax.bar(x - 0.2, [r["measured_bytes"] / 1e3 for r in rank0], 0.4, label="measured (tensor bytes, rank 0)")
-    ax.bar(x + 0.2, [r["predicted_bytes"] / 1e3 for r in rank0], 0.4, label="predicted (aihw.memory)")
+    ax.bar(x + 0.2, [r["predicted_bytes"] / 1e3 for r in rank0], 0.4, label="predicted (aihw.memory.estimator)")
     ax.set_xticks(x, labels, fontsize="small")
     ax.set(ylabel="kB per rank (1 kB = 1000 bytes)", title="Per-rank training state: plain DP, ZeRO-1, FSDP")
     legend_outside(ax)

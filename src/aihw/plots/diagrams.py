@@ -196,7 +196,7 @@ def draw_node_vs_torus(**kwargs):
 
 
 def systolic_animation(trace, *, cycles: int | None = None, dpi: int = 100, interval_ms: int = 700):
-    """A matplotlib animation of a :class:`aihw.systolic.SystolicTrace`, one frame per cycle (the PE grid with
+    """A matplotlib animation of a :class:`aihw.chips.systolic.SystolicTrace`, one frame per cycle (the PE grid with
     its registers, firing PEs shaded). ``anim.to_jshtml()`` gives self-contained HTML (works offline);
     ``anim.save(path, writer="pillow")`` a GIF. ``cycles`` limits the frames to the first ones."""
     from matplotlib.animation import FuncAnimation

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from aihw import numerics
+from aihw.formats import numerics
 from aihw.plots.style import styled
 
 FIELD_COLOURS = {"sign": "#d62728", "exponent": "#1f77b4", "mantissa": "#2ca02c"}

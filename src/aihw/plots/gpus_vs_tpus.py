@@ -15,16 +15,16 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from aihw.catalogue.hardware import Chip, get_chip
-from aihw.plots.style import COLUMN_WIDTH_IN, figure_of, legend_outside, plain_log_labels, styled, tidy
-from aihw.roofline import (
+from aihw.chips.roofline import (
     OpEstimate,
     attainable_flops,
     min_square_matmul_for_compute_bound,
     ridge_point,
     square_matmul_intensity,
 )
-from aihw.simt import ACCESS_FIELDS, AccessCounts
-from aihw.systolic import SystolicResult, SystolicTrace
+from aihw.chips.simt import ACCESS_FIELDS, AccessCounts
+from aihw.chips.systolic import SystolicResult, SystolicTrace
+from aihw.plots.style import COLUMN_WIDTH_IN, figure_of, legend_outside, plain_log_labels, styled, tidy
 
 
 @styled

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from aihw.memory import COMPONENTS, GB, MemoryEstimate
+from aihw.memory.estimator import COMPONENTS, GB, MemoryEstimate
 from aihw.plots.style import COLUMN_WIDTH_IN, legend_outside, styled, tidy
 
 COLOURS = {"weights": "#1f77b4", "gradients": "#ff7f0e", "optimizer": "#2ca02c", "master_weights": "#9467bd",

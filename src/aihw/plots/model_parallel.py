@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import Patch
 
-from aihw.pipeline_sim import SimulatedRun, TimelineEvent, bubble_fraction, idle_events
+from aihw.layout.schedules import SimulatedRun, TimelineEvent, bubble_fraction, idle_events
 from aihw.plots.style import COLUMN_WIDTH_IN, legend_outside, styled, tidy
 
 COLOURS = {"forward": "#4c78a8", "backward": "#f58518", "send": "#54a24b", "recv": "#b279a2",
@@ -55,7 +55,7 @@ def plot_timeline(events: Sequence[TimelineEvent], *, stages: int | None = None,
 
 @styled
 def plot_simulated(run: SimulatedRun, *, ax=None):
-    """Gantt chart of a :class:`~aihw.pipeline_sim.SimulatedRun`, its bubble in the title."""
+    """Gantt chart of a :class:`~aihw.layout.schedules.SimulatedRun`, its bubble in the title."""
     v = f", v={run.v}" if run.schedule == "interleaved" else ""
     title = (f"simulated {run.schedule}: p={run.p}, m={run.m}{v}; bubble {run.bubble:.1%} "
              f"(closed form {bubble_fraction(run.p, run.m, v=run.v):.1%})")

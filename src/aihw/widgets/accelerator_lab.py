@@ -12,7 +12,7 @@ import html
 import ipywidgets as W
 import matplotlib.pyplot as plt
 
-from aihw import energy
+from aihw.chips import energy
 from aihw.plots.accelerator import plot_energy
 from aihw.widgets._common import error_box, guarded_run, run_button, show_error, show_figure
 
@@ -122,4 +122,5 @@ def _worked_4() -> tuple[str, str]:
 
 
 WORKED = {1: _worked_1, 2: _worked_2, 3: _worked_3}   # numeric: tests/test_lab_solutions.py checks them
-SOLUTIONS = {n: (lambda f=f: f()[1]) for n, f in (*WORKED.items(), (4, _worked_4))}
+CHOICES = {4: _worked_4}  # categorical answers, for aihw.exercises.expected
+SOLUTIONS = {n: (lambda f=f: f()[1]) for n, f in (*WORKED.items(), *CHOICES.items())}

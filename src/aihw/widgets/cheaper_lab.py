@@ -235,5 +235,12 @@ def _worked_3() -> tuple[float, str]:
     return float(value), f"2·(64·64 + 64·64 + 64·10) multiply-add FLOP + (64 + 64 + 10) bias adds = {value:,} FLOP."
 
 
+def _worked_4() -> tuple[str, str]:
+    return "neurons", ("A dense kernel multiplies every stored zero like any other number: 90% zeros inside the "
+                       "matrices leave the FLOPs and the time as they were. Removing neurons shrinks the matrices "
+                       "themselves, so the same dense kernel does less work: 'neurons'.")
+
+
 WORKED = {1: _worked_1, 2: _worked_2, 3: _worked_3}
-SOLUTIONS = {n: (lambda f=f: f()[1]) for n, f in WORKED.items()}
+CHOICES = {4: _worked_4}  # categorical answers, for aihw.exercises.expected
+SOLUTIONS = {n: (lambda f=f: f()[1]) for n, f in (*WORKED.items(), *CHOICES.items())}

@@ -16,10 +16,10 @@ import html
 
 import ipywidgets as W
 
-from aihw import collective_cost as cc
 from aihw._validate import require_positive
 from aihw.catalogue.hardware import list_chips
 from aihw.catalogue.networks import load_networks
+from aihw.comm import collectives as cc
 from aihw.parallel.collectives import ALGORITHM_NAMES
 from aihw.plots.data_parallel import plot_cluster_estimates, plot_loss_curves, plot_time_vs_size
 from aihw.widgets._common import error_box, guarded_run, run_button, show_error, show_figure
@@ -236,5 +236,12 @@ def _worked_4() -> tuple[float, str]:
                    f"{value:,.0f} bytes.")
 
 
+def _worked_5() -> tuple[str, str]:
+    return "during backward", ("DDP registers a hook on every parameter's gradient and all-reduces a bucket as soon "
+                               "as its gradients are ready, while backward is still computing the earlier layers' "
+                               "gradients: the communication overlaps the computation, 'during backward'.")
+
+
 WORKED = {1: _worked_1, 2: _worked_2, 3: _worked_3, 4: _worked_4}
-SOLUTIONS = {n: (lambda f=f: f()[1]) for n, f in WORKED.items()}
+CHOICES = {5: _worked_5}  # categorical answers, for aihw.exercises.expected
+SOLUTIONS = {n: (lambda f=f: f()[1]) for n, f in (*WORKED.items(), *CHOICES.items())}

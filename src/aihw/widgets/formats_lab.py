@@ -11,8 +11,8 @@ import math
 
 import ipywidgets as W
 
-from aihw import numerics
 from aihw._validate import require_choice
+from aihw.formats import numerics
 from aihw.widgets._common import error_box, figure_png, guarded_run, run_button, show_error
 
 FORMATS = ("fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "e2m1", "e8m0", "int8", "int4")

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 import ipywidgets as W
 import numpy as np
 
-from aihw import roofline, systolic
 from aihw.catalogue import hardware
+from aihw.chips import roofline, systolic
 from aihw.plots.gpus_vs_tpus import RooflinePlot, plot_roofline, plot_trace_step
 from aihw.report import markdown_table
 from aihw.widgets._common import error_box, figure_png, guarded_run, run_button, show_error, show_figure
@@ -171,9 +171,9 @@ def measure_panel(chips: Sequence[str] = DEFAULT_CHIPS, dtype: Dtype | None = No
     ``config`` is an :class:`aihw.measure.roofline.MeasureConfig`; by default ``lab_config()``: a few seconds of
     fp32 on a CPU, the full sweep (fp32/tf32/fp16/bf16/fp8 up to n = 8192) on a GPU, whose points then sit on the
     detected chip's own roofline with a measured ÷ datasheet table. ``dtype`` is the roofline drawn: by default
-    bf16 on a GPU (its tensor cores' rate), fp32 on a CPU.
+    the GPU's tensor-core 16-bit float (bf16; fp16 on a T4), fp32 on a CPU (``aihw.measure.device.roofline_dtype``).
     """
-    from aihw.measure.device import detect_chip, pick_device  # torch: imported only when this panel is built
+    from aihw.measure.device import detect_chip, pick_device, roofline_dtype  # torch: only on building it
     from aihw.measure.roofline import lab_config, measure_device
 
     button = run_button("Measure my device")
@@ -185,7 +185,7 @@ def measure_panel(chips: Sequence[str] = DEFAULT_CHIPS, dtype: Dtype | None = No
         cfg = config or lab_config()
         mine = measure_device(cfg)
         device = pick_device(cfg.device)
-        view = roofline_view(mine, detect_chip(device), chips, dtype or ("bf16" if device.type == "cuda" else "fp32"))
+        view = roofline_view(mine, detect_chip(device), chips, dtype or roofline_dtype(device))
         show_figure(out, plot_roofline(view["chips"], view["dtype"], measured=mine))
         table.value = view["table_html"] + f"<p>{html.escape(view['note'])}</p>"
         return measurement_report(mine, view["dtype"])
@@ -221,7 +221,7 @@ def _worked_2() -> tuple[float, str]:
 def _worked_3() -> tuple[float, str]:
     import numpy as np
 
-    from aihw import systolic
+    from aihw.chips import systolic
 
     value = float(systolic.trace(np.ones((4, 3)), np.ones((3, 3)), size=3).cycles)
     return value, (f"Counting the stepper's cycles: {value:.0f} (3 cycles to load the weights, then 4 rows of A enter "

@@ -1,6 +1,6 @@
 """Widget of the lab "Inference on hardware": a serving calculator, and buttons that run the real small model.
 
-The live part is HTML (a table and a memory bar), redrawn in milliseconds from :mod:`aihw.serving`. The buttons
+The live part is HTML (a table and a memory bar), redrawn in milliseconds from :mod:`aihw.serving.estimator`. The buttons
 run torch: **Generate and measure** continues a prompt with the trained target model (KV cache on or off) and
 times it; **Speculative** runs the same request with the draft model proposing ``k`` tokens per round and
 compares. The work is in plain functions the tests call directly: :func:`serving_view`, :func:`generate_view`,
@@ -16,8 +16,8 @@ from typing import cast
 import ipywidgets as W
 
 from aihw.catalogue import hardware
-from aihw.model_presets import list_presets
-from aihw.serving import PRECISIONS, Precision, ServingConfig, estimate
+from aihw.serving.estimator import PRECISIONS, Precision, ServingConfig, estimate
+from aihw.transformer.shapes import list_presets
 from aihw.widgets._common import error_box, guarded_run, run_button, show_error
 
 KV_DEFAULT = "(default)"
@@ -166,8 +166,8 @@ def serving_calculator(model: str = "llama-3-8b", chip: str = "NVIDIA H100 SXM")
 
 def solution(n: int) -> str:
     """The worked solution of the lab's exercise ``n`` (1-4), computed by the course's models."""
-    from aihw.model_presets import get_preset
-    from aihw.serving import estimate_serving, kv_bytes_per_token
+    from aihw.serving.estimator import estimate_serving, kv_bytes_per_token
+    from aihw.transformer.shapes import get_preset
 
     if n == 1:
         return (f"2 x 80 layers x 8 KV heads x 128 x 2 bytes = {kv_bytes_per_token(get_preset('llama-2-70b'), 2):,.0f}"

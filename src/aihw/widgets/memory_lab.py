@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING
 import ipywidgets as W
 
 from aihw.catalogue import hardware
-from aihw.flops import RECOMPUTE_CHOICES, Recompute
-from aihw.memory import (
+from aihw.memory.estimator import (
     GB,
     OPTIMIZER_STATE_BYTES,
     PRECISION_BYTES,
@@ -30,10 +29,11 @@ from aihw.memory import (
     ZeroStage,
     estimate,
 )
-from aihw.memory_fit import devices_needed
-from aihw.model_presets import ModelShape, list_presets, resolve_model
+from aihw.memory.fit import devices_needed
 from aihw.plots.memory import COLOURS, plot_breakdown, plot_prediction_with_measurement
 from aihw.plots.style import subplots
+from aihw.transformer.flops import RECOMPUTE_CHOICES, Recompute
+from aihw.transformer.shapes import ModelShape, list_presets, resolve_model
 from aihw.widgets._common import error_box, guarded_run, run_button, show_error, show_figure
 
 if TYPE_CHECKING:
@@ -154,8 +154,8 @@ def html_bars(view: dict, measured: list[dict] | None = None) -> str:
                          cap=cap_line, markers=((peaks[1], "3px solid black"),)))
     legend = " ".join(f'<span style="color:{COLOURS[k]}">&#9632;</span> {k.replace("_", " ")} '
                       f'{est.per_device[k] / unit[0]:,.3g}' for k in est.per_device if est.total[k] > 0)
-    chip = (f'<span style="border-left:2px dashed black">&nbsp;</span> chip memory {cap / GB:,.0f} GB'
-            if cap_shown else f"chip memory {cap / GB:,.0f} GB (off this scale)")
+    chip = (f'<span style="border-left:2px dashed black">&nbsp;</span> chip memory {cap / GiB:,.0f} GiB'
+            if cap_shown else f"chip memory {cap / GiB:,.0f} GiB (off this scale)")  # vendors' HBM "GB" is GiB
     peak_note = ""
     if peaks:
         peak_note = (f'<br>measured: hatched bar (fp32 step on this machine). Peak: predicted '

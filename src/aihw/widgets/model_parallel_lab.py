@@ -13,12 +13,12 @@ import html
 
 import ipywidgets as W
 
-from aihw import planner
 from aihw.catalogue.hardware import list_chips
 from aihw.catalogue.networks import load_networks
-from aihw.model_presets import list_presets
-from aihw.pipeline_sim import SCHEDULES, bubble_fraction, simulate
+from aihw.layout.schedules import SCHEDULES, bubble_fraction, simulate
+from aihw.planning import planner
 from aihw.plots.model_parallel import plot_measured_and_simulated, plot_simulated
+from aihw.transformer.shapes import list_presets
 from aihw.widgets._common import error_box, figure_png, guarded_run, run_button, show_error
 
 
@@ -173,5 +173,12 @@ def _worked_4() -> tuple[float, str]:
     return value, f"1F1B: (p-1)/(m+p-1) = 3/11; interleaved: (p-1)/(vm+p-1) = 3/19; ratio {value:.3f}."
 
 
+def _worked_5() -> tuple[str, str]:
+    return "tensor", ("A pipeline cut sends one activation tensor per micro-batch between neighbouring stages; tensor "
+                      "parallelism all-reduces activations twice in every layer, forward and backward, on the "
+                      "critical path: 'tensor' needs NVLink-class bandwidth.")
+
+
 WORKED = {1: _worked_1, 2: _worked_2, 3: _worked_3, 4: _worked_4}
-SOLUTIONS = {n: (lambda f=f: f()[1]) for n, f in WORKED.items()}
+CHOICES = {5: _worked_5}  # categorical answers, for aihw.exercises.expected
+SOLUTIONS = {n: (lambda f=f: f()[1]) for n, f in (*WORKED.items(), *CHOICES.items())}

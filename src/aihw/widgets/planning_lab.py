@@ -12,7 +12,7 @@ import html
 
 import ipywidgets as W
 
-from aihw import validation
+from aihw.planning import published
 from aihw.widgets._common import error_box, show_error
 from aihw.widgets.model_parallel_lab import planner_widget as plan_widget
 
@@ -23,16 +23,16 @@ def published_run_view(name: str, *, gemm_fraction: float | None = None, overlap
                        flat_collectives: bool | None = None) -> tuple[dict, str]:
     """(comparison row, HTML) for the published run called ``name`` under the given efficiency assumptions.
 
-    The run's own implementation (``validation.IMPLEMENTATIONS``: DeepSpeed 2021 for Table 2's ZeRO-3 rows) is
+    The run's own implementation (``published.IMPLEMENTATIONS``: DeepSpeed 2021 for Table 2's ZeRO-3 rows) is
     the starting point; ``flat_collectives`` None keeps its choice.
     """
-    runs = {r.name: r for r in validation.RUNS + validation.LLAMA3_RUNS}
+    runs = {r.name: r for r in published.RUNS + published.LLAMA3_RUNS}
     if name not in runs:
         raise ValueError(f"unknown published run {name!r}; choose one of: {', '.join(runs)}")
     own = runs[name].efficiency
     eff = dataclasses.replace(own, gemm_fraction=gemm_fraction or None, overlap=overlap,
                               flat_collectives=own.flat_collectives if flat_collectives is None else flat_collectives)
-    row = validation.compare(runs[name], eff)
+    row = published.compare(runs[name], eff)
     total = sum(row["breakdown"].values())
     terms = "".join(f"<tr><td>{t.replace('_', ' ')}</td><td>{row['breakdown'][t]:.3g} s</td>"
                     f"<td>{row['breakdown'][t] / total:.0%}</td></tr>" for t in TERMS if row["breakdown"][t])
@@ -49,13 +49,13 @@ def published_run_view(name: str, *, gemm_fraction: float | None = None, overlap
 def published_run_widget(name: str = "GPT-3 175B PTD-P, 1536 GPUs") -> W.VBox:
     """Dropdown of published runs + efficiency assumptions; the comparison updates live."""
     style = {"description_width": "150px"}
-    names = [r.name for r in validation.RUNS + validation.LLAMA3_RUNS]
+    names = [r.name for r in published.RUNS + published.LLAMA3_RUNS]
     controls = {
         "name": W.Dropdown(options=names, value=name, description="published run", style=style),
         "gemm_fraction": W.FloatSlider(value=0.0, min=0.0, max=1.0, step=0.05,
                                        description="matmul fraction (0: chip's)", style=style),
         "overlap": W.Checkbox(value=True, description="overlap DP/ZeRO/CP communication"),
-        "flat_collectives": W.Checkbox(value=any(r.efficiency.flat_collectives for r in validation.RUNS
+        "flat_collectives": W.Checkbox(value=any(r.efficiency.flat_collectives for r in published.RUNS
                                                  if r.name == name),
                                        description="flat collectives across nodes"),
     }
@@ -63,7 +63,7 @@ def published_run_widget(name: str = "GPT-3 175B PTD-P, 1536 GPUs") -> W.VBox:
 
     def update(change=None) -> None:
         if change is not None and change.get("owner") is controls["name"]:  # a new run: its own network model
-            own = next(r for r in validation.RUNS + validation.LLAMA3_RUNS if r.name == controls["name"].value)
+            own = next(r for r in published.RUNS + published.LLAMA3_RUNS if r.name == controls["name"].value)
             if controls["flat_collectives"].value != own.efficiency.flat_collectives:
                 controls["flat_collectives"].value = own.efficiency.flat_collectives  # re-enters update
                 return

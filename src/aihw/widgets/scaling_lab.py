@@ -1,7 +1,7 @@
 """Widget and worked solutions of the lab "Scaling: from laws to chips".
 
 :func:`scaling_view` is the plain function behind the widget (tests call it): for a FLOP budget, the
-compute-optimal split under each method of :mod:`aihw.scaling`, and the time and cost of the run on a catalogue
+compute-optimal split under each method of :mod:`aihw.scaling.laws`, and the time and cost of the run on a catalogue
 chip at a stated MFU. :func:`scaling_explorer` returns the live widget (analytic, so it updates on every change).
 :data:`SOLUTIONS` holds the lab's worked solutions, computed when the learner calls
 ``aihw.exercises.reveal(SOLUTIONS, n)``, so the lab never prints its own answer key.
@@ -74,6 +74,15 @@ def _solution_2() -> str:
             f"{run.days:.1f} days ({run.chip_hours:,.0f} chip-hours).")
 
 
+def expected_3(budget: float = 5.76e23) -> str:
+    """Exercise 3's answer, from the fits themselves: a property of language models would show in every estimation
+    approach; a tokens-per-parameter optimum that only the rounded approach-3 constants give (more than twice
+    approach 1's at Chinchilla's budget) belongs to that fit, an "artefact"."""
+    rounded = scaling.compute_optimal(budget, "hoffmann-approach3-rounded").tokens_per_param
+    approach1 = scaling.compute_optimal(budget, "hoffmann-approach1").tokens_per_param
+    return "artefact" if rounded > 2 * approach1 else "finding"
+
+
 def _solution_3() -> str:
     rounded = scaling.compute_optimal(5.76e23, "hoffmann-approach3-rounded")
     return (f"The rounded approach-3 constants give {rounded.tokens_per_param:.0f} tokens per parameter; approach 1, "
@@ -81,4 +90,5 @@ def _solution_3() -> str:
             "rounding of the published constants and an optimizer stopped early: 'artefact'.")
 
 
+CHOICES = {3: lambda: (expected_3(), _solution_3())}  # categorical answers, for aihw.exercises.expected
 SOLUTIONS = {1: _solution_1, 2: _solution_2, 3: _solution_3}
