@@ -15,8 +15,8 @@ import pathlib
 import statistics
 import time
 
-from aihw.measure.device import describe_device
 from aihw.parallel import collectives_bench as cb
+from aihw.runtime.device import describe_device
 
 SIXTEEN_MIB = 2**24
 LAB = pathlib.Path(__file__).resolve().parents[1] / "labs" / "data_parallel_lab.ipynb"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from aihw.planning.planner import Cluster, PlanConfig, plan
+from aihw.planning import Cluster, PlanConfig, plan
 from aihw.planning.published import RUNS, compare, fit_overhead
 
 TARGET_S = 2.0

@@ -119,8 +119,8 @@ display(gpus_vs_tpus_lab.measure_panel(chips=("H100 SXM", "TPU v5e")))  # lab_co
 
 from IPython.display import HTML
 
-from aihw.measure.device import detect_chip, roofline_dtype
 from aihw.measure.roofline import lab_config, measure_device
+from aihw.runtime.device import detect_chip, roofline_dtype
 
 # Before running: predict this machine's best fp32 matmul throughput (GFLOP/s). A laptop core does a few to a few
 # tens of GFLOP/s per core in fp32; a GPU thousands.

@@ -154,11 +154,11 @@ def _finite(value: object) -> bool:
 
 def api_targets() -> list[tuple[str, Callable[..., object], dict[str, object]]]:
     """(name, function, good keyword arguments) for the public calculators the fuzz replaces one argument of."""
+    from aihw import planning as P
     from aihw import scaling
     from aihw.chips import roofline
     from aihw.formats import numerics
     from aihw.memory import estimator as M
-    from aihw.planning import planner as P
     from aihw.serving import estimator as S
     from aihw.transformer.shapes import get_preset, resolve_model
 

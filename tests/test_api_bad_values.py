@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from aihw import planning as P
 from aihw import scaling
 from aihw._validate import NonFiniteResult, require_bool, require_instance, require_non_negative
 from aihw.formats import numerics
 from aihw.memory.estimator import estimate as memory_estimate
-from aihw.planning import planner as P
 from aihw.serving import estimator as S
 from aihw.transformer.shapes import get_preset
 

@@ -7,7 +7,7 @@ import torch
 
 from aihw.catalogue.detect import RULES, match_device
 from aihw.catalogue.hardware import get_chip
-from aihw.measure import device
+from aihw.runtime import device
 
 
 @pytest.mark.parametrize("name, capability, chip", [

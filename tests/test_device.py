@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from aihw.measure.device import BackendChoice, describe_device, pick_backend, pick_device
+from aihw.runtime.device import BackendChoice, describe_device, pick_backend, pick_device
 
 requires_no_gpu = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only answers")
 
@@ -108,7 +108,7 @@ def test_describe_device_reports_this_machine():
 
 
 def test_gpu_compute_with_fewer_gpus_than_ranks_is_gloo_on_cuda_round_robin(monkeypatch):
-    from aihw.measure.device import GPU_COMPUTE_LABEL, rank_device
+    from aihw.runtime.device import GPU_COMPUTE_LABEL, rank_device
 
     _simulate_gpus(monkeypatch, 1)
     choice = pick_backend(3, gpu_compute=True)
@@ -125,7 +125,7 @@ def test_gpu_compute_with_fewer_gpus_than_ranks_is_gloo_on_cuda_round_robin(monk
 
 
 def test_gpu_compute_without_gpu_keeps_cpu_tensors(monkeypatch):
-    from aihw.measure.device import rank_device
+    from aihw.runtime.device import rank_device
 
     _simulate_gpus(monkeypatch, 0)
     choice = pick_backend(2, gpu_compute=True)

@@ -8,7 +8,7 @@ import torch
 import torch.distributed as dist
 
 from aihw.cheaper.quantize_model import LOW_PRECISION_ROWS, low_precision_skip_reason
-from aihw.measure import device as dev
+from aihw.runtime import device as dev
 
 MACHINES = {  # name -> (GPU count, compute capability, device name)
     "T4": (1, (7, 5), "Tesla T4"),

@@ -5,8 +5,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from aihw.measure.memory import MeasureConfig, compare, measure  # noqa: E402
-from aihw.measure.tensors import SavedTensorCounter, storage_bytes, tensor_bytes  # noqa: E402
 from aihw.models.tinygpt import TinyGPTConfig  # noqa: E402
+from aihw.runtime.tensors import SavedTensorCounter, storage_bytes, tensor_bytes  # noqa: E402
 
 torch.set_num_threads(2)
 

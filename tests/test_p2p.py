@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from aihw.measure.tensors import tensor_bytes
 from aihw.parallel import p2p
 from aihw.parallel.launch import LaunchConfig, launch
+from aihw.runtime.tensors import tensor_bytes
 
 
 def ping_pong(ctx):

@@ -12,8 +12,9 @@ from aihw.catalogue.hardware import get_chip
 from aihw.cli import main
 from aihw.layout.dims import ParallelDims
 from aihw.memory.estimator import estimate
-from aihw.planning.planner import Cluster, PlanConfig, _memory_config, evaluate, pinned, plan
+from aihw.planning import Cluster, PlanConfig, evaluate, pinned, plan
 from aihw.planning.published import RUNS, TABLE1, TABLE2, compare
+from aihw.planning.step import memory_config
 
 CFG = PlanConfig(model="llama-2-13b", cluster=Cluster(chip="H100 SXM", chips_per_node=8, nodes=2),
                  global_batch=64, seq=2048)
@@ -28,7 +29,7 @@ def test_never_proposes_what_does_not_fit(result):
     capacity = CFG.memory_fraction * get_chip("H100 SXM").memory_bytes
     assert result.ranked
     for x in result.ranked[:30]:
-        est = estimate(_memory_config(CFG, x.dims, x.recompute, x.micro_batch, x.micro_batches, x.stages))
+        est = estimate(memory_config(CFG, x.dims, x.recompute, x.micro_batch, x.micro_batches, x.stages))
         assert x.memory_bytes == pytest.approx(est.per_device_bytes)  # the memory chapter's estimator
         assert x.memory_bytes <= capacity
         assert x.dims.devices == 16 and x.micro_batches * x.dp * x.micro_batch == 64
@@ -100,7 +101,7 @@ def test_interleaving_shrinks_the_bubble():
 
 
 def test_zero3_traffic_per_micro_batch():
-    from aihw.planning.planner import Efficiency
+    from aihw.planning import Efficiency
     base = PlanConfig(model="llama-2-7b", cluster=Cluster(nodes=4), global_batch=256, seq=2048, micro_batch=1,
                       efficiency=Efficiency(overlap=False))
     many = pinned(base, dp=32, tp=1, pp=1, zero=3)  # m = 8 micro-batches
@@ -112,14 +113,14 @@ def test_zero3_traffic_per_micro_batch():
 def test_zero3_deepspeed_2021_traffic_and_bandwidth():
     """GPT-3 ZeRO-3 on 1,536 GPUs as DeepSpeed ran it: 3 gathers (forward, recomputed forward, backward) hidden
     behind compute as far as they go, the fp16 reduce-scatter exposed, every byte at the per-GPU HDR port rate."""
-    from aihw.memory.estimator import _stage_params
-    from aihw.planning.planner import BUS_FRACTION, zero3_gathers_per_micro_batch
+    from aihw.memory.estimator import stage_params
+    from aihw.planning import BUS_FRACTION, zero3_gathers_per_micro_batch
 
     run = next(r for r in TABLE2 if r.zero == 3 and r.gpus == 1536)
     assert run.implementation == "deepspeed-2021" and run.micro_batch == 1
     x = run.predict()
     cfg = run.config()
-    n, params = run.gpus, _stage_params(_memory_config(cfg, x.dims, x.recompute, 1, x.micro_batches, x.stages))
+    n, params = run.gpus, stage_params(memory_config(cfg, x.dims, x.recompute, 1, x.micro_batches, x.stages))
     one = (n - 1) * 10e-6 + (n - 1) / n * params * 2 / (BUS_FRACTION["inter"] * 200e9 / 8)  # HDR: 25 GB/s
     assert x.micro_batches == 1
     assert x.breakdown["dp_comm"] == pytest.approx(max(0.0, 3 * one - x.breakdown["compute"]) + one, rel=1e-6)
@@ -132,7 +133,7 @@ def test_zero3_deepspeed_2021_traffic_and_bandwidth():
 
 
 def test_zero3_gathers_per_executed_forward_and_exposed_reduce_scatter():
-    from aihw.planning.planner import Efficiency
+    from aihw.planning import Efficiency
     base = PlanConfig(model="llama-2-7b", cluster=Cluster(nodes=4), global_batch=64, seq=2048, micro_batch=1,
                       efficiency=Efficiency(overlap=False))
     fsdp = pinned(base, dp=32, tp=1, pp=1, zero=3, recompute="full")
@@ -152,7 +153,7 @@ def test_zero3_gathers_per_executed_forward_and_exposed_reduce_scatter():
 
 
 def test_fused_attention_backward_recomputes_scores():
-    from aihw.planning.planner import attention_backward_factor
+    from aihw.planning import attention_backward_factor
     assert attention_backward_factor("fused") == 2.5  # QK^T again, then dV, dP, dQ, dK: 5 matmuls against 2
     assert attention_backward_factor("eager") == 2.0
 
@@ -164,7 +165,7 @@ def test_torchtitan_rows_compare_tokens_per_second():
 
 
 def test_eager_elementwise_counted_kernel_by_kernel():
-    from aihw.planning.planner import eager_elementwise_bytes
+    from aihw.planning import eager_elementwise_bytes
     from aihw.transformer.shapes import get_preset
     m = get_preset("llama-3-8b")  # h 4096, GQA kv 1024, SwiGLU 14336, RMSNorm, rotary
     h, kv, f = 4096, 1024, 14336

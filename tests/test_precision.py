@@ -79,7 +79,8 @@ def test_every_precision_the_package_names_is_in_the_registry():
 def test_torch_dtype_names_are_torch_dtypes():
     torch = pytest.importorskip("torch")
     from aihw.cheaper import quantize
-    from aihw.measure import device, roofline
+    from aihw.measure import roofline
+    from aihw.runtime import device
 
     for fmt in FORMATS.values():
         if fmt.torch_dtype is not None:

@@ -5,8 +5,8 @@ import torch
 
 from aihw.cheaper import quantize_model
 from aihw.cheaper.quantize import PerChannel, PerGroup, QuantScheme
-from aihw.measure import device
 from aihw.models import digits
+from aihw.runtime import device
 
 
 @pytest.fixture(scope="module")

@@ -124,8 +124,8 @@ def test_roofline_view_of_an_unknown_gpu_gives_measured_figures_only():
 
 
 def test_roofline_view_on_a_cpu_measurement_keeps_the_reference_chips():
-    from aihw.measure.device import detect_chip
     from aihw.measure.roofline import MeasureConfig, measure_device
+    from aihw.runtime.device import detect_chip
 
     m = measure_device(MeasureConfig(device="cpu", dtypes=("fp32",), matmul_sizes=(32,), copy_mib=(1,),
                                      repeats=2, warmup=1, max_seconds=10))

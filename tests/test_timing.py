@@ -4,7 +4,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from aihw.measure.timing import time_op, time_ops  # noqa: E402
+from aihw.runtime.timing import time_op, time_ops  # noqa: E402
 
 
 def test_inner_fixes_the_calls_per_sample_so_every_rank_makes_the_same_calls():
@@ -38,7 +38,7 @@ def test_bad_counts_and_budget_are_refused():
 def test_synced_clock_waits_for_the_gpu_before_every_read(monkeypatch):
     import torch
 
-    from aihw.measure.timing import synced_clock
+    from aihw.runtime.timing import synced_clock
 
     events = []
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)

@@ -31,7 +31,7 @@ DECLARED = list(_declared_literals())
 def test_the_choices_are_declared_as_literals():
     names = {f"{m.__name__}.{n}" for m, n, _ in DECLARED}
     assert {"aihw.transformer.flops.Recompute", "aihw.memory.estimator.Mode", "aihw.memory.estimator.Optimizer", "aihw.memory.estimator.ZeroStage",
-            "aihw.layout.schedules.Schedule", "aihw.measure.device.Backend", "aihw.measure.roofline.Dtype",
+            "aihw.layout.schedules.Schedule", "aihw.runtime.device.Backend", "aihw.measure.roofline.Dtype",
             "aihw.parallel.zero.Method", "aihw.parallel.data_parallel.Mode", "aihw.formats.precision.Special"} <= names
 
 

@@ -145,7 +145,7 @@ def compare_attention(seqs: tuple[int, ...] = (128, 256, 512), *, batch: int = 1
                       head_dim: int = 32, block: int = 64, repeats: int = 3) -> list[dict]:
     """For each sequence length and kind: forward+backward time (median and spread), bytes saved for backward
     (measured) and forward HBM traffic (computed). Checks every kind against SDPA first (``assert_close``)."""
-    from aihw.measure.timing import time_op
+    from aihw.runtime.timing import time_op
 
     rows = []
     for seq in seqs:

@@ -4,7 +4,7 @@ The chain ``y = tanh(relu(x * 1.5 + 0.5) * x)`` is five element-wise ops. Run ea
 that reads its inputs from memory and writes its output back: 11 tensor passes of N elements (mul 2, add 2,
 relu 2, mul 3, tanh 2). Fused (``torch.compile``'s Inductor, or, on a GPU, the hand-written Triton kernel
 :func:`aihw.accel.triton_kernels.fused_chain`) it reads ``x`` once and writes ``y`` once: 2 passes. The prediction is bytes moved / the copy bandwidth measured here at the same
-size; the measurement is :func:`aihw.measure.timing.time_op`'s median with its spread.
+size; the measurement is :func:`aihw.runtime.timing.time_op`'s median with its spread.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Literal
 import torch
 
 from aihw._validate import require_positive
-from aihw.measure.timing import time_op
+from aihw.runtime.timing import time_op
 
 UNFUSED_PASSES = 11  # tensor-sized reads + writes of the eager chain
 FUSED_PASSES = 2     # read x, write y

@@ -2,7 +2,7 @@
 
 The sweep reads the same buffer of ``W`` bytes ``R`` times in one call (``x.expand(R, n).sum()``: a stride-0 view,
 so the working set stays ``W`` while ``R * W`` bytes are read), which keeps per-call dispatch overhead out of
-small sizes. Bandwidth = R * W / time, timed with :func:`aihw.measure.timing.time_op`. ``gbps`` is the *best*
+small sizes. Bandwidth = R * W / time, timed with :func:`aihw.runtime.timing.time_op`. ``gbps`` is the *best*
 sample (on a shared machine interference only ever slows a sample down, so the fastest is the closest to what
 the hardware does); ``median_gbps``, ``low`` and ``high`` keep the spread, which the plots show. On a GPU the same
 loop shows L2 and HBM.
@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from aihw._validate import require_positive
-from aihw.measure.timing import time_op
+from aihw.runtime.timing import time_op
 
 MAX_WORKING_SET = 1 << 31  # 2 GiB: larger sweeps take too long and may not fit
 

@@ -25,7 +25,7 @@ import torch
 
 from aihw._validate import require_choice, require_positive
 from aihw.formats.precision import get_format
-from aihw.measure.device import torch_dtype
+from aihw.runtime.device import torch_dtype
 
 #: integer formats: name -> (qmin, qmax)
 INT_RANGES = {"int8": (-128, 127), "int4": (-8, 7), "int3": (-4, 3), "int2": (-2, 1)}

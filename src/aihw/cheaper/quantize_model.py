@@ -36,8 +36,8 @@ from aihw.cheaper.quantize import (
     sqnr_db,
 )
 from aihw.measure import cuda_ops
-from aihw.measure.device import fp8_matmul_support, gpu_capability
 from aihw.models.digits import IN_FEATURES, Digits, TrainConfig, accuracy, latencies, make_mlp
+from aihw.runtime.device import fp8_matmul_support, gpu_capability
 
 
 def _linears(model: nn.Module) -> list[tuple[str, nn.Linear]]:

@@ -136,14 +136,6 @@ def energy_band(counts: AccessCounts, *, precision: str = "bf16", on_chip_scale:
             for b in BANDS}
 
 
-def joules_for_matmul(m: int, n: int, k: int, pj_per_mac: float) -> float:
-    """Energy of an m x n x k matmul at ``pj_per_mac`` picojoules per MAC, in joules."""
-    for name, v in (("m", m), ("n", n), ("k", k)):
-        require_positive(name, v, integer=True)
-    require_positive("pj_per_mac", pj_per_mac)
-    return m * n * k * pj_per_mac * 1e-12
-
-
 MAX_DESIGN_SIZE = 1024  # the systolic simulation runs cycle by cycle: keep it to about a second
 
 

@@ -31,8 +31,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from aihw._validate import FLOAT_MAX, coerce_numbers, require_choice, require_finite_result, require_positive
-from aihw.catalogue.hardware import get_chip
+from aihw._validate import (
+    FLOAT_MAX,
+    coerce_numbers,
+    require_choice,
+    require_finite_result,
+    require_non_negative,
+    require_positive,
+)
+from aihw.catalogue.hardware import Chip, get_chip
 from aihw.catalogue.networks import get_network
 
 Algorithm = Literal["naive", "ring", "tree", "recursive-doubling"]
@@ -101,10 +108,18 @@ def all_reduce_terms(world_size: int, algorithm: str = "ring") -> tuple[float, f
     return float(steps), float(steps)
 
 
-def all_reduce_time(n_bytes: float, world_size: int, *, link: LinkModel, algorithm: str = "ring") -> float:
-    """Seconds to all-reduce ``n_bytes`` (each rank's buffer) over ``world_size`` ranks with ``algorithm``."""
+def all_reduce_time(n_bytes: float, world_size: int, *, link: LinkModel, algorithm: str = "ring",
+                    latency_steps: float | None = None) -> float:
+    """Seconds to all-reduce ``n_bytes`` (each rank's buffer) over ``world_size`` ranks with ``algorithm``.
+
+    ``latency_steps`` replaces the algorithm's count of message start-ups: the one-shot/two-shot all-reduces
+    that serving engines use for small messages pay about 2 latencies whatever the ranks, with the ring's
+    bandwidth term.
+    """
     n = _bytes(n_bytes)
     steps, factor = all_reduce_terms(world_size, algorithm)
+    if latency_steps is not None:
+        steps = require_non_negative("latency_steps", latency_steps) if _world(world_size) > 1 else 0.0
     seconds = steps * link.alpha_s + factor * n / link.bandwidth_bytes_per_s
     require_finite_result(f"all_reduce_time(n_bytes={n_bytes!r}, world_size={world_size!r})", seconds)
     return seconds
@@ -119,6 +134,20 @@ def reduce_scatter_time(n_bytes: float, world_size: int, *, link: LinkModel) -> 
 def all_gather_time(n_bytes: float, world_size: int, *, link: LinkModel) -> float:
     """Ring all-gather into a buffer of ``n_bytes`` (full gathered size): (p-1)(alpha + n/(pB))."""
     return reduce_scatter_time(n_bytes, world_size, link=link)
+
+
+def all_to_all_time(n_bytes: float, world_size: int, *, per_node: int, intra: LinkModel,
+                    inter: LinkModel) -> float:
+    """Seconds of an all-to-all of ``n_bytes`` per rank over ``world_size`` ranks, ``per_node`` of them in each
+    node: each rank sends 1/p of its buffer to every other; the shares for ranks in its node cross the chip link,
+    the rest the network, both at once; one start-up per peer (the network's once the group spans nodes)."""
+    n, p = _bytes(n_bytes), _world(world_size)
+    g = int(require_positive("per_node", per_node, integer=True))
+    if g > p:
+        raise ValueError(f"per_node={g} must not exceed world_size={p}")
+    local = (g - 1) / p * n / intra.bandwidth_bytes_per_s
+    remote = (p - g) / p * n / inter.bandwidth_bytes_per_s
+    return (p - 1) * (intra.alpha_s if g == p else inter.alpha_s) + local + remote
 
 
 def send_recv_time(n_bytes: float, *, link: LinkModel) -> float:
@@ -203,13 +232,13 @@ def fit_flag(r2: float) -> str:
     return "" if r2 >= LOW_R2 else f"low R² ({r2:.2f} < {LOW_R2}): noisy timings, do not trust alpha and B"
 
 
-def link_from_chip(chip_name: str, *, alpha_s: float = DEFAULT_CHIP_ALPHA_S) -> LinkModel:
+def link_from_chip(chip_name: str | Chip, *, alpha_s: float = DEFAULT_CHIP_ALPHA_S) -> LinkModel:
     """A chip's scale-up link (NVLink, ICI, PCIe) from the hardware catalogue: per-direction, whole chip.
 
     For an NVSwitch node every GPU can send at this rate to the others. For a TPU torus it sums all ICI
     ports, an upper bound: one ring uses only some of them (a 2D/3D all-reduce runs rings on every axis).
     """
-    chip = get_chip(chip_name)
+    chip = chip_name if isinstance(chip_name, Chip) else get_chip(chip_name)
     if chip.interconnect is None:
         raise ValueError(f"{chip.name} has no interconnect figure in the catalogue")
     bandwidth = chip.interconnect.bandwidth_bytes_per_s(direction="per-direction", scope="chip")

@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from aihw._validate import close_matches, require_choice
+from aihw._validate import close_matches, require_choice, shown_path
 
 # How a float format spends its all-ones exponent (integers: "none").
 #   "ieee":     reserved for inf and NaN (fp64, fp32, tf32, bf16, fp16, fp8 E5M2);
@@ -155,3 +155,39 @@ def format_table() -> list[dict[str, float | str]]:
         }
         for f in FORMATS.values()
     ]
+
+
+# The precisions weights (and a KV cache) can be stored in, as the memory estimator, the serving model and the
+# planner offer them; the planner trains in the first four only (TRAINING_PRECISIONS).
+Precision = Literal["fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "int8", "int4"]
+WEIGHT_PRECISIONS: tuple[str, ...] = get_args(Precision)
+TRAINING_PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "bf16", "fp16")
+
+
+def resolve_precision(name: object, allowed: tuple[str, ...] = WEIGHT_PRECISIONS, what: str = "precision") -> str:
+    """The registry's name of the precision ``name`` (any alias, any case: "BF16", "bfloat16", "fp8"), which must
+    be one of ``allowed``; every config resolves its precision names here at construction.
+
+    ValueError names the value and the allowed names (with the aliases the registry accepts for them).
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"{what} must be a name such as 'bf16', got {type(name).__name__} {name!r}")
+    try:
+        canonical = get_format(name, what).name
+    except ValueError:
+        canonical = None
+    if canonical in allowed:
+        return canonical
+    aliases = [a for n in allowed for a in FORMATS[n].aliases]
+    if canonical is not None:
+        raise ValueError(f"{what} {shown_path(repr(name), 60)} is not offered here; allowed: {', '.join(allowed)}")
+    hint = close_matches(name, [*allowed, *aliases])
+    did_you_mean = f"; did you mean {', '.join(repr(h) for h in hint)}?" if hint else ""
+    raise ValueError(f"unknown {what} {shown_path(repr(name), 60)}; allowed: {', '.join(allowed)}"
+                     + (f" (or an alias: {', '.join(aliases)})" if aliases else "") + did_you_mean)
+
+
+def activation_bytes_per_value(precision: str) -> int:
+    """Bytes per activation (and default KV-cache) value when weights are stored in ``precision``: 32-bit in
+    fp32/tf32 runs, 16-bit otherwise (8- and 4-bit formats quantize weights; the arithmetic stays 16-bit)."""
+    return 4 if get_format(precision, "precision").bytes == 4 else 2

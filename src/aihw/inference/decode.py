@@ -6,7 +6,7 @@ cache, much faster than DRAM. So the experiments here use a **decode-bound confi
 are several times the LLC (read from ``/sys/devices/system/cpu/cpu0/cache`` where the OS exposes it), so every
 token streams the weights from DRAM, as on a GPU.
 
-All timings go through :func:`aihw.measure.timing.time_op` (warm-up, repeats, median, device sync) and keep their
+All timings go through :func:`aihw.runtime.timing.time_op` (warm-up, repeats, median, device sync) and keep their
 samples, so the callers show intervals, not single numbers.
 """
 
@@ -21,7 +21,7 @@ import torch
 
 from aihw._validate import require_positive
 from aihw.inference.model import GenConfig, GenGPT
-from aihw.measure.timing import Timing, time_op
+from aihw.runtime.timing import Timing, time_op
 from aihw.transformer.flops import forward_flops_per_token
 
 CACHE_SYSFS = Path("/sys/devices/system/cpu/cpu0/cache")

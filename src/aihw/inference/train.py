@@ -111,11 +111,6 @@ def trained(spec: TrainSpec, *, cache_dir: str | Path | None = None) -> GenGPT:
     return model
 
 
-def draft_and_target(*, cache_dir: str | Path | None = None) -> tuple[GenGPT, GenGPT]:
-    """The chapter's pair: a 1-layer draft and a 3-layer GQA target, trained on the same text."""
-    return trained(DRAFT, cache_dir=cache_dir), trained(TARGET, cache_dir=cache_dir)
-
-
 @torch.no_grad()
 def bits_per_byte(model: GenGPT, *, windows: int = 16, seed: int = 1) -> float:
     """Cross-entropy on random corpus windows, in bits per byte (lower is better; 8 = knows nothing)."""

@@ -98,8 +98,8 @@ class ParallelDims:
             raise ValueError(f"tp={self.tp} must divide the {m.heads} attention heads and the hidden size "
                              f"{m.hidden} of {m.name}; possible: {_hint(divisors(math.gcd(m.heads, m.hidden)))}")
         kv = m.n_kv_heads
-        if kv % self.tp and self.tp % kv:
-            ok = [d for d in divisors(m.heads) if kv % d == 0 or d % kv == 0]
+        if not tp_fits_kv_heads(kv, self.tp):
+            ok = [d for d in divisors(m.heads) if tp_fits_kv_heads(kv, d)]
             raise ValueError(f"tp={self.tp} and kv_heads={kv} of {m.name} must divide one another; "
                              f"possible: {_hint(ok)}")
         if m.ffn_dim % self.tp:
@@ -123,6 +123,26 @@ class ParallelDims:
                 raise ValueError(f"cp={self.cp} must divide the sequence of {seq} tokens (each context-parallel "
                                  f"rank holds seq / cp tokens); possible: {_hint(divisors(seq))}")
         return self
+
+
+def tp_fits_kv_heads(kv_heads: int, tp: int) -> bool:
+    """Whether ``tp`` tensor-parallel ranks can share ``kv_heads`` key/value heads: tp divides them (each rank
+    holds kv_heads / tp) or they divide tp (each rank holds one, replicated tp / kv_heads times)."""
+    return kv_heads % tp == 0 or tp % kv_heads == 0
+
+
+def kv_heads_per_device(kv_heads: int, tp: int) -> int:
+    """Key/value heads each of ``tp`` tensor-parallel ranks holds: ``kv_heads / tp``, or 1 when tp exceeds them.
+
+    With more ranks than KV heads (grouped-query attention at high tp, e.g. 8 KV heads on 16 chips), each head is
+    replicated on tp / kv_heads ranks, as vLLM and TensorRT-LLM do, so the KV cache per device stops shrinking at
+    one head. The memory estimator, the serving model and the planner all apply this rule.
+    """
+    require_positive("kv_heads", kv_heads, integer=True)
+    require_positive("tp", tp, integer=True)
+    if not tp_fits_kv_heads(kv_heads, tp):
+        raise ValueError(f"tp={tp} and kv_heads={kv_heads} must divide one another")
+    return max(1, kv_heads // tp)
 
 
 def stage_layers(layers: int, pp: int, *, virtual_stages: int = 1, ends_weight: float = 0.0) -> tuple[int, ...]:

@@ -76,6 +76,13 @@ def peak_in_flight(schedule: str, p: int, m: int, stage: int) -> int:
     return m if schedule == "gpipe" else min(p - stage, m)
 
 
+def interleaved_in_flight_factor(p: int, v: int) -> float:
+    """How many times more activations the first device holds with ``v`` interleaved chunks than plain 1F1B:
+    1 + (p - 1) / (p v) (Narayanan et al. 2021, sec. 2.2.2); 1 without interleaving."""
+    p, _, v = _check_pm(p, 1, v)
+    return 1 + (p - 1) / (p * v) if v > 1 else 1.0
+
+
 def schedule_order(schedule: str, p: int, m: int, stage: int, *, v: int = 1) -> list[tuple[str, int, int]]:
     """The operations device ``stage`` runs, in order: (``"F"`` or ``"B"``, micro-batch, chunk)."""
     require_choice("schedule", schedule, SCHEDULES)

@@ -12,8 +12,8 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from aihw._validate import require_positive
-from aihw.measure.timing import time_op
 from aihw.models.tinygpt import TinyGPT, TinyGPTConfig, random_batch
+from aihw.runtime.timing import time_op
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,9 @@ import torch
 
 from aihw.catalogue.detect import Detection
 from aihw.measure import cuda_ops
-from aihw.measure.device import describe_device, detect_chip, gpu_capability
 from aihw.measure.roofline import Dtype, MeasureConfig, measure_device
-from aihw.measure.timing import time_op
+from aihw.runtime.device import describe_device, detect_chip, gpu_capability
+from aihw.runtime.timing import time_op
 
 DTYPES: tuple[Dtype, ...] = ("fp32", "tf32", "fp16", "bf16", "fp8")
 SIZES = (1024, 2048, 4096, 8192)

@@ -24,10 +24,10 @@ from typing import Literal, get_args
 import torch
 
 from aihw._validate import require_choice, require_positive
-from aihw.measure.device import pick_device
-from aihw.measure.tensors import SavedTensorCounter, storage_bytes
 from aihw.memory.estimator import MemoryConfig, activation_bytes_per_layer, estimate
 from aihw.models.tinygpt import TinyGPT, TinyGPTConfig, random_batch
+from aihw.runtime.device import pick_device
+from aihw.runtime.tensors import SavedTensorCounter, storage_bytes
 
 MeasuredOptimizer = Literal["sgd", "sgd_momentum", "adam", "adamw"]  # the torch.optim ones of memory.Optimizer
 OPTIMIZERS: tuple[str, ...] = get_args(MeasuredOptimizer)
@@ -79,7 +79,7 @@ def model_state_bytes(model: torch.nn.Module, optimizer: torch.optim.Optimizer |
 
 
 def _device(name: str) -> torch.device:
-    """The device (see :func:`aihw.measure.device.pick_device`); "auto" on a Mac measures the CPU, since the
+    """The device (see :func:`aihw.runtime.device.pick_device`); "auto" on a Mac measures the CPU, since the
     peak is read from the CUDA allocator or the CPU profiler only."""
     device = pick_device(name)
     return device if device.type in ("cpu", "cuda") else torch.device("cpu")

@@ -1,7 +1,7 @@
 """Measure the reader's own device: matmul FLOP/s per dtype and copy bandwidth, to place it on a roofline.
 
 Every number is timed here, on this machine, with the package's timing harness
-(:func:`aihw.measure.timing.time_op`): median of ``repeats`` samples, each at least ``MIN_SAMPLE_S`` long, with a
+(:func:`aihw.runtime.timing.time_op`): median of ``repeats`` samples, each at least ``MIN_SAMPLE_S`` long, with a
 device synchronise before reading the clock on GPUs. Whatever cannot run (a dtype this device lacks, a size that
 would overrun ``max_seconds``) is skipped and the reason recorded.
 """
@@ -21,8 +21,8 @@ import torch
 from aihw._validate import require_choice, require_positive
 from aihw.formats.precision import bytes_per_element
 from aihw.measure import cuda_ops
-from aihw.measure.device import DEVICE_CHOICES, describe_device, fp8_matmul_support, pick_device, torch_dtype
-from aihw.measure.timing import time_op
+from aihw.runtime.device import DEVICE_CHOICES, describe_device, fp8_matmul_support, pick_device, torch_dtype
+from aihw.runtime.timing import time_op
 
 # The matmul dtypes measured: names of the registry of number formats (aihw.formats.precision); "fp8" is E4M3.
 Dtype = Literal["fp32", "tf32", "bf16", "fp16", "fp8"]

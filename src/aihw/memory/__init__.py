@@ -29,6 +29,7 @@ from aihw.memory.estimator import (
     estimate_memory,
     in_flight_layers,
     korthikanti_per_layer,
+    kv_cache_bytes,
     per_device_bytes,
 )
 from aihw.memory.fit import devices_needed, fit_table
@@ -39,6 +40,6 @@ __all__ = [
     "OPTIMIZER_STATE_BYTES", "COMPONENTS", "Mode", "MODES", "RECOMPUTE", "Attention", "ATTENTION",
     "GradPrecision", "GRAD_PRECISIONS", "ZeroStage", "ZERO_STAGES", "ZERO3_BUFFER_LAYERS",
     "activation_bytes_per_layer", "korthikanti_per_layer", "MemoryConfig", "MemoryEstimate",
-    "in_flight_layers", "estimate", "per_device_bytes", "SPLIT_FIELDS", "estimate_memory",
+    "in_flight_layers", "kv_cache_bytes", "estimate", "per_device_bytes", "SPLIT_FIELDS", "estimate_memory",
     "devices_needed", "fit_table"
 ]

@@ -39,13 +39,19 @@ from aihw._validate import (
     require_positive,
     require_positive_int,
 )
-from aihw.formats.precision import get_format
+from aihw.formats.precision import (
+    WEIGHT_PRECISIONS,
+    activation_bytes_per_value,
+    get_format,
+    resolve_precision,
+)
+from aihw.layout.dims import kv_heads_per_device
+from aihw.layout.schedules import interleaved_in_flight_factor, peak_in_flight
 from aihw.transformer.flops import RECOMPUTE_CHOICES
 from aihw.transformer.shapes import ModelShape, resolve_model
 
-# The weight precisions the estimator offers, and their storage bytes per value from the registry of number
-# formats (aihw.formats.precision; tf32 is a tensor-core input mode: values are stored as 32-bit floats).
-WEIGHT_PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "int8", "int4")
+# The weight precisions the estimator offers (aihw.formats.precision.WEIGHT_PRECISIONS) and their storage bytes
+# per value from the registry of number formats (tf32 is a tensor-core input mode: values are stored as 32-bit).
 PRECISION_BYTES: dict[str, float] = {name: get_format(name).bytes for name in WEIGHT_PRECISIONS}
 # Optimizer state in bytes per parameter (fp32 states). 8-bit Adam: two int8 moments + fp32 absmax per block.
 ADAM8BIT_BLOCK = 2048
@@ -157,12 +163,12 @@ class MemoryConfig:
             require_instance("model", self.model, ModelShape)
         if self.params is not None:
             require_positive("params", self.params)
-        require_choice("precision", self.precision, PRECISION_BYTES)
+        object.__setattr__(self, "precision", resolve_precision(self.precision))
         require_choice("mode", self.mode, MODES)
         require_choice("optimizer", self.optimizer, OPTIMIZER_STATE_BYTES)
         require_choice("recompute", self.recompute, RECOMPUTE)
         if self.kv_precision is not None:
-            require_choice("kv_precision", self.kv_precision, PRECISION_BYTES)
+            object.__setattr__(self, "kv_precision", resolve_precision(self.kv_precision, what="kv_precision"))
         for name in ("batch", "dp", "tp", "pp", "cp", "ep", "virtual_stages"):
             require_positive(name, getattr(self, name), integer=True)
         require_choice("attention", self.attention, ATTENTION)
@@ -186,6 +192,27 @@ class MemoryConfig:
                 raise ValueError(f"seq={self.seq} is beyond the {self.model.max_seq} positions of {self.model.name} "
                                  "(a learned position table has no row for longer sequences)")
 
+    def varied(self, *, batch: int, micro_batches: int | None, zero: int, recompute: str) -> MemoryConfig:
+        """This configuration with the micro-batch size, the micro-batches per step, the ZeRO stage and the
+        recomputation changed, each checked as ``__post_init__`` checks it.
+
+        No other check involves these four (the layout rules read the degrees, not the ZeRO stage's value or
+        the batch), so the other fields keep the validation they passed; a layout search sizes thousands of such
+        variants of one split, and re-running every check for each would be most of its time.
+        """
+        if (self.batch, self.micro_batches, self.zero, self.recompute) == (batch, micro_batches, zero, recompute):
+            return self
+        require_positive("batch", batch, integer=True)
+        if micro_batches is not None:
+            require_positive("micro_batches", micro_batches, integer=True)
+        if isinstance(zero, bool) or zero not in (0, 1, 2, 3):
+            raise ValueError(f"zero stage must be 0, 1, 2 or 3, got {zero!r}")
+        require_choice("recompute", recompute, RECOMPUTE)
+        variant = object.__new__(MemoryConfig)
+        variant.__dict__.update(self.__dict__, batch=batch, micro_batches=micro_batches, zero=zero,
+                                recompute=recompute)
+        return variant
+
     def _check_parallel(self, m: ModelShape) -> None:
         from aihw.layout.dims import ParallelDims
 
@@ -208,7 +235,7 @@ class MemoryConfig:
     @property
     def activation_bytes_per_value(self) -> float:
         """Activations stay 32-bit in fp32/tf32 runs and 16-bit otherwise (8/4-bit formats quantize weights)."""
-        return 4 if PRECISION_BYTES[self.precision] == 4 else 2
+        return activation_bytes_per_value(self.precision)
 
 
 @dataclass(frozen=True)
@@ -249,18 +276,18 @@ def _model_state(cfg: MemoryConfig) -> dict[str, float]:
 
     Gradients: in the weight precision (16-bit when weights are 8/4-bit), or fp32 with ``grad_precision="fp32"``
     (Megatron-LM keeps fp32 main gradients; with fp16 weights it also keeps the fp16 model gradient, and the
-    fp32 copy is then sharded with the optimizer state: see :func:`_grad_split`).
+    fp32 copy is then sharded with the optimizer state: see :func:`grad_bytes_split`).
     """
     w = PRECISION_BYTES[cfg.precision]
     if cfg.mode == "infer":
         return {"weights": w, "gradients": 0.0, "optimizer": 0.0, "master_weights": 0.0}
     master = cfg.master_weights if cfg.master_weights is not None else w < 4
-    model_grad, main_grad = _grad_split(cfg)
+    model_grad, main_grad = grad_bytes_split(cfg)
     return {"weights": w, "gradients": model_grad + main_grad, "optimizer": OPTIMIZER_STATE_BYTES[cfg.optimizer],
             "master_weights": 4.0 if master else 0.0}
 
 
-def _grad_split(cfg: MemoryConfig) -> tuple[float, float]:
+def grad_bytes_split(cfg: MemoryConfig) -> tuple[float, float]:
     """(model-gradient bytes, separate fp32 main-gradient bytes) per parameter.
 
     ZeRO-2 shards the model gradient; the separate fp32 main gradient (fp16 weights + ``grad_precision="fp32"``)
@@ -283,7 +310,7 @@ def _busiest_layers(cfg: MemoryConfig) -> int:
     return -(-m.layers // cfg.pp)
 
 
-def _stage_params(cfg: MemoryConfig) -> float:
+def stage_params(cfg: MemoryConfig) -> float:
     """Parameters on the busiest device after tensor, pipeline and expert splitting."""
     m = cfg.model
     if m is None:
@@ -308,11 +335,9 @@ def in_flight_layers(cfg: MemoryConfig) -> float:
     layers = _busiest_layers(cfg)
     if cfg.pp == 1:
         return float(layers)
-    if cfg.schedule == "gpipe":  # all forwards before any backward: every micro-batch is in flight
-        return float(layers * (cfg.micro_batches or cfg.pp))
-    in_flight = cfg.pp if cfg.micro_batches is None else min(cfg.pp, cfg.micro_batches)
-    factor = 1 + (cfg.pp - 1) / (cfg.pp * cfg.virtual_stages) if cfg.virtual_stages > 1 else 1.0
-    return layers * in_flight * factor
+    # GPipe: all forwards before any backward, every micro-batch in flight; 1F1B: min(pp, m) on the first stage
+    in_flight = peak_in_flight(cfg.schedule, cfg.pp, cfg.micro_batches or cfg.pp, stage=0)
+    return layers * in_flight * interleaved_in_flight_factor(cfg.pp, cfg.virtual_stages)
 
 
 def _activations(cfg: MemoryConfig, *, tp: int, split: bool = False) -> float:
@@ -338,22 +363,40 @@ def _activations(cfg: MemoryConfig, *, tp: int, split: bool = False) -> float:
     return in_flight_layers(cfg) * per_layer + head
 
 
+def kv_cache_bytes(model: ModelShape, *, tokens: int, batch: int, bytes_per_value: float, tp: int = 1,
+                   layers: int | None = None) -> float:
+    """Bytes of the KV cache one device holds: 2 (K and V) x layers x KV heads per device x head_dim x cached
+    tokens x batch x bytes per value.
+
+    The one owner of the KV-cache size (memory estimator, serving model, planner). Cached tokens are ``tokens``,
+    or the window with sliding-window attention (a rolling buffer). KV heads per device follow
+    :func:`aihw.layout.dims.kv_heads_per_device` (replicated when tp exceeds them). ``layers``: the layers on this
+    device (default: all of the model's).
+    """
+    require_instance("model", model, ModelShape)
+    for name, value in (("tokens", tokens), ("batch", batch)):
+        require_positive(name, value, integer=True)
+    require_positive("bytes_per_value", bytes_per_value)
+    n_layers = model.layers if layers is None else require_positive("layers", layers, integer=True)
+    cached = tokens if model.sliding_window is None else min(tokens, model.sliding_window)
+    heads = kv_heads_per_device(model.n_kv_heads, tp)
+    return 2.0 * n_layers * heads * model.head_dim * cached * batch * bytes_per_value
+
+
 def _kv_cache(cfg: MemoryConfig, *, tp: int, pp: int) -> float:
     m, tokens = cfg.model, cfg.tokens
     assert m is not None and tokens is not None, "the KV cache is estimated only with an architecture"
     nbytes = PRECISION_BYTES[cfg.kv_precision] if cfg.kv_precision else cfg.activation_bytes_per_value
-    kv_heads = max(1, m.n_kv_heads // tp)  # fewer kv heads than tp ranks: each rank keeps one
-    cached = tokens if m.sliding_window is None else min(tokens, m.sliding_window)  # rolling buffer
-    return 2 * (m.layers // pp) * kv_heads * m.head_dim * cached * cfg.batch * nbytes
+    return kv_cache_bytes(m, tokens=tokens, batch=cfg.batch, bytes_per_value=nbytes, tp=tp, layers=m.layers // pp)
 
 
 def _components(cfg: MemoryConfig, *, split: bool) -> dict[str, float]:
     per_param = _model_state(cfg)
-    params = _stage_params(cfg) if split else cfg.param_count
+    params = stage_params(cfg) if split else cfg.param_count
     out = {k: v * params for k, v in per_param.items()}
     if split and cfg.mode == "train":
         z, n = cfg.zero, cfg.dp
-        model_grad, main_grad = _grad_split(cfg)
+        model_grad, main_grad = grad_bytes_split(cfg)
         out["optimizer"] /= n if z >= 1 else 1
         out["master_weights"] /= n if z >= 1 else 1
         out["gradients"] = params * (model_grad / (n if z >= 2 else 1) + main_grad / (n if z >= 1 else 1))

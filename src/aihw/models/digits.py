@@ -26,8 +26,8 @@ import torch
 from torch import nn
 
 from aihw._validate import require_in_range, require_positive
-from aihw.measure.tensors import tensor_bytes
-from aihw.measure.timing import time_ops
+from aihw.runtime.tensors import tensor_bytes
+from aihw.runtime.timing import time_ops
 
 M = TypeVar("M", bound=nn.Module)
 

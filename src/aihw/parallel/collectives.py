@@ -23,7 +23,6 @@ import torch
 import torch.distributed as dist
 
 from aihw._validate import require_choice
-from aihw.measure.timing import synchronizer
 
 MIN_PIECE_BYTES = 256 * 1024  # the ring pipelines a chunk in pieces no smaller than this
 
@@ -389,37 +388,3 @@ def _gloo_reduce_scatter(out: torch.Tensor, data: torch.Tensor) -> None:
     dist.all_reduce(full)
     out.copy_(full.chunk(dist.get_world_size())[dist.get_rank()])
 
-
-def time_collectives(ctx, size_bytes: int = 1 << 20, repeats: int = 5) -> list[dict]:
-    """Worker: median seconds of each send/recv collective and its torch.distributed counterpart (float32)."""
-    import time
-
-    p, n, device = ctx.world_size, size_bytes // 4, backend_device()
-    n -= n % p
-    data = torch.randn(n, device=device)
-    cases = {
-        "all_gather": (lambda: p2p_all_gather(data[:n // p]),
-                       lambda: _all_gather_single(torch.empty(n, device=device), data[:n // p].contiguous())),
-        "reduce_scatter": (lambda: p2p_reduce_scatter(data),
-                           lambda: _gloo_reduce_scatter(torch.empty(n // p, device=device), data)
-                           if ctx.backend == "gloo"
-                           else dist.reduce_scatter_tensor(torch.empty(n // p, device=device), data)),
-        "all_to_all": (lambda: p2p_all_to_all(list(data.chunk(p))),
-                       lambda: dist.all_to_all_single(torch.empty_like(data), data)),
-    }
-    sync = synchronizer(device)  # NCCL calls return before the GPU has moved the bytes
-    rows = []
-    for name, (ours, theirs) in cases.items():
-        for label, fn in (("send/recv", ours), ("torch.distributed", theirs)):
-            samples = []
-            for _ in range(repeats + 1):
-                sync()
-                dist.barrier()
-                t0 = time.perf_counter()
-                fn()
-                sync()
-                samples.append(time.perf_counter() - t0)
-            samples = sorted(samples[1:])
-            rows.append({"collective": name, "implementation": label, "bytes": n * 4, "ranks": p,
-                         "median_s": samples[len(samples) // 2], "min_s": samples[0], "max_s": samples[-1]})
-    return rows

@@ -21,9 +21,9 @@ import torch.distributed as dist
 
 from aihw._validate import require_choice, require_positive
 from aihw.comm.collectives import LinkModel, algorithm_bandwidth, bus_bandwidth, fit_alpha_beta
-from aihw.measure.timing import time_op
 from aihw.parallel.collectives import ALGORITHM_NAMES, all_reduce
 from aihw.parallel.launch import LaunchConfig, RankContext, launch, run_under_torchrun
+from aihw.runtime.timing import time_op
 
 CPU = torch.device("cpu")
 DEFAULT_SIZES = tuple(2**k for k in range(10, 27, 2))  # 1 KiB, 4 KiB, ..., 64 MiB (bytes)

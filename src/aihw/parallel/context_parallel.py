@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import cast
 
 import torch
-import torch.nn.functional as F
 
 from aihw._validate import require_positive
 from aihw.models.tinygpt import Block, TinyGPT, TinyGPTConfig, random_batch
@@ -137,7 +136,3 @@ def run(configs: tuple[RingConfig, ...] = (RingConfig(),), *, world_size: int = 
     return launch_each(ring_worker, tuple(configs),
                        config=LaunchConfig(world_size=world_size, backend="gloo", timeout_s=timeout_s))
 
-
-def single_process_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """The library's causal attention on the whole sequence, for comparison."""
-    return F.scaled_dot_product_attention(q, k, v, is_causal=True)

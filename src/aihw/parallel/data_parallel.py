@@ -32,10 +32,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from aihw._validate import require_choice, require_positive
-from aihw.measure.device import pick_backend
-from aihw.measure.tensors import grad_of, tensor_bytes
-from aihw.measure.timing import synced_clock
 from aihw.parallel.launch import LaunchConfig, RankContext, launch, launch_each, run_under_torchrun
+from aihw.runtime.device import pick_backend
+from aihw.runtime.tensors import grad_of, tensor_bytes
+from aihw.runtime.timing import synced_clock
 
 Mode = Literal["naive", "bucketed", "ddp"]
 MODES: tuple[str, ...] = get_args(Mode)

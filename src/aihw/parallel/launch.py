@@ -46,7 +46,7 @@ import torch
 import torch.distributed as dist
 
 from aihw._validate import coerce_numbers, require_choice, require_positive
-from aihw.measure.device import BACKEND_CHOICES, Backend, pick_backend, rank_device
+from aihw.runtime.device import BACKEND_CHOICES, Backend, pick_backend, rank_device
 
 NCCL_ALGOS = ("default", "ring", "tree")
 HOST = "127.0.0.1"  # every rank runs on this machine
@@ -79,7 +79,7 @@ class LaunchConfig:
     """How to run one multi-process experiment on this machine."""
 
     world_size: int = 2  # number of ranks (processes), 1..max_world_size
-    backend: Backend = "auto"  # see aihw.measure.device.pick_backend
+    backend: Backend = "auto"  # see aihw.runtime.device.pick_backend
     timeout_s: float = 60.0  # wall-clock seconds for the whole run, start-up included (~2-5 s per rank)
     threads_per_rank: int = 1  # torch intra-op threads per rank; keep ranks x threads <= CPU cores
     max_world_size: int = DEFAULT_MAX_WORLD_SIZE  # guard against typos such as world_size=200

@@ -27,10 +27,10 @@ from torch import nn
 
 from aihw._validate import require_positive
 from aihw.layout.dims import stage_layers
-from aihw.measure.tensors import grad_of, tensor_bytes
-from aihw.measure.timing import synchronizer
 from aihw.models.tinygpt import TinyGPT, TinyGPTConfig, random_batch
 from aihw.parallel import p2p
+from aihw.runtime.tensors import grad_of, tensor_bytes
+from aihw.runtime.timing import synchronizer
 
 TIED = ("embed.tok.weight", "head.out.weight")  # the same matrix in the unsplit model
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
-from aihw.measure.tensors import tensor_bytes
+from aihw.runtime.tensors import tensor_bytes
 
 
 @dataclass(frozen=True)

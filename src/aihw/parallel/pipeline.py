@@ -30,11 +30,11 @@ import torch.nn.functional as F
 
 from aihw._validate import require_choice, require_positive
 from aihw.layout.schedules import TimelineEvent, bubble_fraction, idle_events, peak_in_flight, simulate
-from aihw.measure.tensors import SavedTensorCounter, grad_of
 from aihw.models.tinygpt import TinyGPTConfig, random_batch
 from aihw.parallel import p2p
 from aihw.parallel.launch import LaunchConfig, launch
 from aihw.parallel.layer_parallel import build_stages, split_layers, stage_grads, tie_gradients
+from aihw.runtime.tensors import SavedTensorCounter, grad_of
 
 Schedule = Literal["gpipe", "1f1b"]
 SCHEDULES: tuple[str, ...] = get_args(Schedule)

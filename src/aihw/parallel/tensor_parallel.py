@@ -24,8 +24,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from aihw._validate import require_positive
-from aihw.measure.tensors import tensor_bytes
 from aihw.models.tinygpt import MLP, Block, CausalSelfAttention, TinyGPTConfig
+from aihw.runtime.tensors import tensor_bytes
 
 
 class CommLog:

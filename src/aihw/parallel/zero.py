@@ -25,11 +25,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from aihw._validate import require_choice, require_positive
-from aihw.measure.tensors import grad_of, tensor_bytes
 from aihw.memory.estimator import MemoryConfig, ZeroStage, estimate
 from aihw.parallel.collectives import chunk_bounds, ring_all_gather, ring_reduce_scatter
 from aihw.parallel.data_parallel import DPConfig, digits_batch, make_model
 from aihw.parallel.launch import LaunchConfig, RankContext, launch_each
+from aihw.runtime.tensors import grad_of, tensor_bytes
 
 Method = Literal["dp", "zero1", "fsdp"]
 METHODS: tuple[str, ...] = get_args(Method)

@@ -35,8 +35,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from aihw.catalogue.hardware import get_chip
-from aihw.planning.planner import Attention, Cluster, Efficiency, Elementwise, Layout, PlanConfig, pinned
+from aihw.planning.config import Attention, Cluster, Elementwise, Layout, PlanConfig
+from aihw.planning.efficiency import Efficiency
+from aihw.planning.planner import pinned
 from aihw.transformer.flops import model_flops_per_token
 from aihw.transformer.shapes import ModelShape, get_preset
 
@@ -146,7 +147,7 @@ class PublishedRun:
 
 
 def _capacity(cfg: PlanConfig) -> float:
-    return get_chip(cfg.cluster.chip).memory_bytes
+    return cfg.cluster.chip_spec.memory_bytes
 
 
 _T1 = [  # params (B), heads, hidden, layers, t, p, GPUs, batch, TFLOP/s per GPU (Narayanan et al. 2021, Table 1)

@@ -17,27 +17,6 @@ RECIPE_COLOURS = {"fp32": "black", "fp16": "#d62728", "fp16_scaled": "#2ca02c", 
 
 
 @styled
-def plot_bits(enc: numerics.Encoding, *, ax=None):
-    """The bits of one encoded value as coloured boxes (sign, exponent, mantissa), with what they mean."""
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(8, 1.6))
-    fields = [("sign", enc.sign), ("exponent", enc.exponent), ("mantissa", enc.mantissa)]
-    x = 0
-    for field, bits in fields:
-        for b in bits:
-            ax.add_patch(plt.Rectangle((x, 0), 1, 1, facecolor=FIELD_COLOURS[field], alpha=0.35, edgecolor="k"))
-            ax.text(x + 0.5, 0.5, b, ha="center", va="center", fontsize=11, family="monospace")
-            x += 1
-        if bits:
-            ax.text(x - len(bits) / 2, 1.15, field, ha="center", va="bottom", fontsize=8)
-    ax.set_xlim(0, max(x, 1))
-    ax.set_ylim(0, 1.6)
-    ax.axis("off")
-    ax.set_title(f"{enc.value:.8g} in {enc.format}: stored {enc.stored:.8g} ({enc.kind}), "
-                 f"error {enc.abs_error:.3g}", fontsize=9)
-    return fig
-
-
-@styled
 def plot_number_line(fmt: str, *, low: float = 0.0, high: float | None = None, ax=None):
     """The representable values of a format (<= 16 bits) between ``low`` and ``high`` as ticks on a line."""
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(8, 1.8))

@@ -103,10 +103,10 @@ def plot_layout_times(layouts: Sequence, *, top: int = 6, ax=None):
         figsize=(COLUMN_WIDTH_IN, 1.4 + 0.8 * min(top, len(layouts))))
     shown = list(layouts)[:top]
     terms = [t for t in ("compute", "bubble", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm", "overhead")
-             if any(x.times.get(t, 0) for x in shown)]
+             if any(x.breakdown.get(t, 0) for x in shown)]
     left = np.zeros(len(shown))
     for i, term in enumerate(terms):
-        values = np.array([x.times[term] for x in shown])
+        values = np.array([x.breakdown[term] for x in shown])
         ax.barh(range(len(shown)), values, left=left, color=f"C{i}", label=term.replace("_", " "))
         left += values
     # labels wrapped: a one-line layout label would take the whole column width and leave no room for the bars

@@ -27,8 +27,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, field
-from typing import Literal, get_args
+from dataclasses import dataclass, field, fields
 
 from aihw._validate import (
     NonFiniteResult,
@@ -40,12 +39,14 @@ from aihw._validate import (
     shown_path,
 )
 from aihw.catalogue.hardware import Chip, get_chip
-from aihw.memory.estimator import PRECISION_BYTES
+from aihw.comm.collectives import LinkModel, all_reduce_time
+from aihw.formats.precision import WEIGHT_PRECISIONS, Precision, activation_bytes_per_value, resolve_precision
+from aihw.layout.dims import ParallelDims, kv_heads_per_device
+from aihw.memory.estimator import PRECISION_BYTES, kv_cache_bytes
 from aihw.transformer.flops import forward_flops_per_token
 from aihw.transformer.shapes import ModelShape, resolve_model
 
-Precision = Literal["fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "int8", "int4"]
-PRECISIONS: tuple[str, ...] = get_args(Precision)
+PRECISIONS: tuple[str, ...] = WEIGHT_PRECISIONS  # the registry's weight precisions (aihw.formats.precision)
 # The chip's peak that the matmuls of each weight precision run at. int8/int4 are weight-only quantization
 # (W8A16, W4A16): weights are widened to bf16 inside the kernel, so the math runs at the bf16 peak.
 COMPUTE_PRECISION: dict[str, str] = {
@@ -83,9 +84,9 @@ class ServingConfig:
     def __post_init__(self) -> None:
         object.__setattr__(self, "shape", resolve_model(self.model))
         m = self.shape
-        require_choice("precision", self.precision, PRECISIONS)
+        object.__setattr__(self, "precision", resolve_precision(self.precision))
         if self.kv_precision is not None:
-            require_choice("kv precision", self.kv_precision, PRECISIONS)
+            object.__setattr__(self, "kv_precision", resolve_precision(self.kv_precision, what="kv precision"))
         for name in ("batch", "context", "tp"):
             require_positive(name, getattr(self, name), integer=True)
         if self.prompt is not None:
@@ -98,9 +99,7 @@ class ServingConfig:
                              f"({m.max_seq} tokens) and the model has no sliding window")
         require_in_range("memory_fraction", self.memory_fraction, 0, 1, low_inclusive=False)
         require_in_range("efficiency", self.efficiency, 0, 1, low_inclusive=False)
-        if m.heads % self.tp or m.n_kv_heads % self.tp:
-            raise ValueError(f"tp={self.tp} must divide the {m.heads} heads and the {m.n_kv_heads} KV heads "
-                             f"of {m.name}")
+        ParallelDims(tp=self.tp).validate_model(m)  # the layout rules memory and the planner apply
         chip = _chip(self.chip)  # unknown chip: ValueError with the closest names
         object.__setattr__(self, "chip_spec", chip)
         compute = COMPUTE_PRECISION[self.precision]
@@ -108,11 +107,14 @@ class ServingConfig:
             raise ValueError(f"{chip.name} has no published dense {compute} peak for precision "
                              f"{self.precision!r}; it has: {', '.join(chip.flops)}")
 
+    def __reduce__(self) -> tuple:  # pickles and copies rebuild from the fields given (the chip entry is not picklable)
+        return (ServingConfig, tuple(getattr(self, f.name) for f in fields(self) if f.init))
+
     @property
     def kv_bytes_per_value(self) -> float:
         if self.kv_precision is not None:
             return PRECISION_BYTES[self.kv_precision]
-        return 4.0 if self.precision in ("fp32", "tf32") else 2.0
+        return float(activation_bytes_per_value(self.precision))
 
     @property
     def prompt_tokens(self) -> int:
@@ -172,11 +174,12 @@ def weights_bytes(model: ModelShape, precision: str) -> float:
     return model.param_count() * PRECISION_BYTES[precision]
 
 
-def kv_bytes_per_token(model: ModelShape, bytes_per_value: float) -> float:
-    """2 (K and V) x layers x kv_heads x head_dim x bytes: the KV cache one token adds to one sequence."""
+def kv_bytes_per_token(model: ModelShape, bytes_per_value: float, *, tp: int = 1) -> float:
+    """2 (K and V) x layers x kv_heads x head_dim x bytes: the KV cache one token adds to one sequence, on one of
+    ``tp`` chips (KV heads split, or replicated once tp exceeds them: :func:`aihw.memory.kv_cache_bytes`)."""
     require_instance("model", model, ModelShape)
     bytes_per_value = require_positive("bytes_per_value", bytes_per_value)
-    per_token = 2.0 * model.layers * model.n_kv_heads * model.head_dim * bytes_per_value
+    per_token = kv_cache_bytes(model, tokens=1, batch=1, bytes_per_value=bytes_per_value, tp=tp)
     require_finite_result(f"kv_bytes_per_token(bytes_per_value={bytes_per_value!r})", per_token)
     return per_token
 
@@ -185,8 +188,8 @@ def _decode_parts(cfg: ServingConfig, batch: int) -> tuple[float, float, float]:
     """(memory seconds, compute seconds, communication seconds) of one decode step at ``batch``."""
     m, tp = cfg.shape, cfg.tp
     bandwidth, peak = _roofs(cfg)
-    kv = kv_bytes_per_token(m, cfg.kv_bytes_per_value) * cfg.cached_tokens * batch
-    memory = (weights_bytes(m, cfg.precision) + kv) / tp / bandwidth
+    kv = kv_bytes_per_token(m, cfg.kv_bytes_per_value, tp=tp) * cfg.cached_tokens * batch  # on one chip
+    memory = (weights_bytes(m, cfg.precision) / tp + kv) / bandwidth
     # a new token attends to every cached key: the non-causal count at s = cached tokens is exactly that
     flops = batch * forward_flops_per_token(m, cfg.cached_tokens).forward
     compute = flops / tp / peak
@@ -203,14 +206,15 @@ def _roofs(cfg: ServingConfig) -> tuple[float, float]:
 def _tp_comm_seconds(cfg: ServingConfig, tokens: int) -> float:
     """Two ring all-reduces per layer (after attention and after the MLP) of tokens x hidden activations."""
     tp = cfg.tp
-    if tp == 1:
+    if tp == 1 or tokens == 0:
         return 0.0
     chip = cfg.chip_spec
     if chip.interconnect is None:
         raise ValueError(f"{chip.name} has no interconnect figure in the catalogue, so tp={tp} cannot be costed")
-    link = chip.interconnect.bandwidth_bytes_per_s(direction="per-direction", scope="chip")
+    link = LinkModel(ALL_REDUCE_ALPHA_S, chip.interconnect.bandwidth_bytes_per_s(direction="per-direction",
+                                                                                  scope="chip"))
     n = tokens * cfg.shape.hidden * ACTIVATION_BYTES
-    one = ALL_REDUCE_STEPS * ALL_REDUCE_ALPHA_S + 2 * (tp - 1) / tp * n / link
+    one = all_reduce_time(n, tp, link=link, latency_steps=ALL_REDUCE_STEPS)
     return 2 * cfg.shape.layers * one
 
 
@@ -254,22 +258,26 @@ def _estimate(cfg: ServingConfig) -> ServingEstimate:
     w = weights_bytes(m, cfg.precision)
     kv_token = kv_bytes_per_token(m, cfg.kv_bytes_per_value)
     kv = kv_token * cfg.cached_tokens * cfg.batch
-    per_device = (w + kv) / tp
+    kv_token_device = kv_bytes_per_token(m, cfg.kv_bytes_per_value, tp=tp)  # KV heads split, or one replicated
+    per_device = w / tp + kv_token_device * cfg.cached_tokens * cfg.batch
     usable = chip.memory_bytes * cfg.memory_fraction
     bandwidth, peak = _roofs(cfg)
 
     prompt = cfg.prompt_tokens
     prefill_flops = cfg.batch * prompt * forward_flops_per_token(m, prompt, causal=True).forward
     prefill_compute = prefill_flops / tp / peak
-    prefill_memory = (w + kv_token * min(prompt, cfg.cached_tokens) * cfg.batch) / tp / bandwidth
+    prefill_memory = (w / tp + kv_token_device * min(prompt, cfg.cached_tokens) * cfg.batch) / bandwidth
     prefill = max(prefill_compute, prefill_memory) + _tp_comm_seconds(cfg, cfg.batch * prompt)
 
     mem_s, comp_s, comm_s = _decode_parts(cfg, cfg.batch)
     decode = max(mem_s, comp_s) + comm_s
     room = usable - w / tp
-    max_tokens = max(0, math.floor(room / (kv_token / tp))) if room > 0 else 0
+    max_tokens = max(0, math.floor(room / kv_token_device)) if room > 0 else 0
     price = chip.price.figure.value if chip.price is not None else None
     cost = None if price is None else price * tp / 3600 / (cfg.batch / decode) * 1e6
+    kv_split = (f"KV heads split {tp} ways ({kv_heads_per_device(m.n_kv_heads, tp)} per chip)"
+                if m.n_kv_heads >= tp else
+                f"each of the {m.n_kv_heads} KV heads replicated on {tp // m.n_kv_heads} chips (one per chip)")
     kv_name = cfg.kv_precision or ("fp32" if cfg.kv_bytes_per_value == 4 else "bf16")
     assumptions = (
         f"Weights: {m.param_count():,} parameters x {PRECISION_BYTES[cfg.precision]:g} bytes ({cfg.precision}); "
@@ -284,7 +292,7 @@ def _estimate(cfg: ServingConfig) -> ServingEstimate:
         "bandwidth).",
         "Decode: one token per sequence per step at the full context (the last, slowest step); max(weights + KV "
         "bytes / bandwidth, FLOP / peak); no overlap of memory and compute counted twice.",
-        (f"Tensor parallel over {tp} chips: weights and KV heads split {tp} ways; 2 ring all-reduces per layer "
+        (f"Tensor parallel over {tp} chips: weights split {tp} ways, {kv_split}; 2 ring all-reduces per layer "
          f"({ALL_REDUCE_STEPS} x {ALL_REDUCE_ALPHA_S * 1e6:g} us latency + ring bandwidth term, bf16 activations) added, not overlapped." if tp > 1 else
          "One chip (tp = 1): no communication."),
         (f"Cost: {chip.price.provider} at ${price:g} per chip-hour ({chip.price.figure.read}), "

@@ -171,10 +171,10 @@ def measure_panel(chips: Sequence[str] = DEFAULT_CHIPS, dtype: Dtype | None = No
     ``config`` is an :class:`aihw.measure.roofline.MeasureConfig`; by default ``lab_config()``: a few seconds of
     fp32 on a CPU, the full sweep (fp32/tf32/fp16/bf16/fp8 up to n = 8192) on a GPU, whose points then sit on the
     detected chip's own roofline with a measured ÷ datasheet table. ``dtype`` is the roofline drawn: by default
-    the GPU's tensor-core 16-bit float (bf16; fp16 on a T4), fp32 on a CPU (``aihw.measure.device.roofline_dtype``).
+    the GPU's tensor-core 16-bit float (bf16; fp16 on a T4), fp32 on a CPU (``aihw.runtime.device.roofline_dtype``).
     """
-    from aihw.measure.device import detect_chip, pick_device, roofline_dtype  # torch: only on building it
     from aihw.measure.roofline import lab_config, measure_device
+    from aihw.runtime.device import detect_chip, pick_device, roofline_dtype  # torch: only on building it
 
     button = run_button("Measure my device")
     status, err, out = W.HTML("Press the button: it times matmuls and a memory copy (about 10 s on a CPU, up to a "

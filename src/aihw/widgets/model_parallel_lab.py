@@ -13,10 +13,10 @@ import html
 
 import ipywidgets as W
 
+from aihw import planning
 from aihw.catalogue.hardware import list_chips
 from aihw.catalogue.networks import load_networks
 from aihw.layout.schedules import SCHEDULES, bubble_fraction, simulate
-from aihw.planning import planner
 from aihw.plots.model_parallel import plot_measured_and_simulated, plot_simulated
 from aihw.transformer.shapes import list_presets
 from aihw.widgets._common import error_box, figure_png, guarded_run, run_button, show_error
@@ -47,13 +47,13 @@ def run_view(p: int = 2, m: int = 4, schedule: str = "1f1b", *, width: int = 64,
 
 def plan_view(model: str = "llama-2-13b", chip: str = "H100 SXM", chips_per_node: int = 8, nodes: int = 4,
               network: str = "InfiniBand NDR", global_batch: int = 512, seq: int = 4096,
-              gemm_fraction: float | None = None, top: int = 5) -> tuple[planner.Plan, str]:
+              gemm_fraction: float | None = None, top: int = 5) -> tuple[planning.Plan, str]:
     """Plan and an HTML table of the ``top`` layouts, the explanation and the assumptions."""
-    cfg = planner.PlanConfig(model=model, cluster=planner.Cluster(chip=chip, chips_per_node=chips_per_node,
+    cfg = planning.PlanConfig(model=model, cluster=planning.Cluster(chip=chip, chips_per_node=chips_per_node,
                                                                   nodes=nodes, network=network),
                              global_batch=global_batch, seq=seq,
-                             efficiency=planner.Efficiency(gemm_fraction=gemm_fraction or None))
-    result = planner.plan(cfg)
+                             efficiency=planning.Efficiency(gemm_fraction=gemm_fraction or None))
+    result = planning.plan(cfg)
     terms = ("compute", "bubble", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm", "overhead")
     cols = ("layout", "GB/chip", "step s", *(t.replace("_", " ") for t in terms), "MFU")
     rows = "".join(
@@ -61,7 +61,7 @@ def plan_view(model: str = "llama-2-13b", chip: str = "H100 SXM", chips_per_node
             x.label, f"{x.memory_bytes / 1e9:.1f}", f"{x.step_s:.3g}", *(f"{x.breakdown[t]:.3g}" for t in terms),
             f"{x.mfu:.0%}")) + "</tr>" for x in result.ranked[:top])
     table = "<table><tr>" + "".join(f"<th>{c}</th>" for c in cols) + f"</tr>{rows}</table>"
-    notes = "".join(f"<li>{html.escape(s)}</li>" for s in planner.explain(result))
+    notes = "".join(f"<li>{html.escape(s)}</li>" for s in planning.explain(result))
     assumptions = "".join(f"<li>{html.escape(a)}</li>" for a in result.assumptions)
     return result, f"{table}<ul>{notes}</ul><details><summary>assumptions</summary><ul>{assumptions}</ul></details>"
 

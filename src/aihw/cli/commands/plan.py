@@ -6,7 +6,7 @@ import argparse
 
 from aihw.cli import args as A
 from aihw.cli.output import print_result
-from aihw.planning.planner import RECOMPUTE, Cluster, Efficiency, PlanConfig, plan
+from aihw.planning import RECOMPUTE, Cluster, Efficiency, PlanConfig, plan
 from aihw.transformer.shapes import list_presets
 
 
@@ -93,7 +93,7 @@ def _table(result: dict) -> str:
                 else "one node, no network") + "); global batch "
              f"{result['global_batch']} x {result['seq']} tokens; attention {result['attention']}", head,
              "-" * len(head)]
-    for i, r in enumerate(result["ranked"], 1):
+    for i, r in enumerate(result["layouts"], 1):
         t = r["breakdown"]
         lines.append(f"{i:>3} {r['dp']:>5} {r['tp']:>3} {r['pp']:>3} {r['cp']:>3} {r['ep']:>3} "
                      f"{r['virtual_stages']:>2} {r['zero']:>2} {r['recompute']:>9} {r['micro_batch']:>2} "
