@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 
 from aihw._validate import require_finite_result, require_positive, require_positive_int
-from aihw.catalogue.hardware import get_chip
+from aihw.catalogue.hardware import Chip, get_chip
 from aihw.formats.precision import bytes_per_element
 
 
@@ -96,19 +96,19 @@ def estimate(name: str, flops: float, bytes_moved: float, *, peak_flops: float, 
     )
 
 
-def _chip_roofs(chip, dtype: str) -> tuple[float, float]:
+def _chip_roofs(chip: str | Chip, dtype: str) -> tuple[float, float]:
     chip = get_chip(chip) if isinstance(chip, str) else chip
     return chip.peak_flops(dtype), chip.bandwidth_bytes_per_s
 
 
-def estimate_matmul(chip, m: int, n: int, k: int, dtype: str = "bf16") -> OpEstimate:
+def estimate_matmul(chip: str | Chip, m: int, n: int, k: int, dtype: str = "bf16") -> OpEstimate:
     """Roofline estimate of an (m×k)·(k×n) matmul on a catalogue chip (name or Chip)."""
     peak, bandwidth = _chip_roofs(chip, dtype)
     return estimate(f"matmul {m}x{k} @ {k}x{n} ({dtype})", matmul_flops(m, n, k), matmul_bytes(m, n, k, dtype),
                     peak_flops=peak, bandwidth=bandwidth)
 
 
-def estimate_elementwise(chip, n_elements: int, dtype: str = "bf16", *, flops_per_element: float = 1,
+def estimate_elementwise(chip: str | Chip, n_elements: int, dtype: str = "bf16", *, flops_per_element: float = 1,
                          n_inputs: int = 2, n_outputs: int = 1) -> OpEstimate:
     """Roofline estimate of an elementwise op (e.g. an add: 1 FLOP, 2 inputs, 1 output per element)."""
     flops_per_element = require_positive("flops_per_element", flops_per_element)

@@ -145,11 +145,12 @@ class _Tape:
         self.fired.append(fired)
         self.transfers += moved
 
-    def snap(self, phase: str, origin: tuple[int, int], *, a=None, a_ok=None, b=None, b_ok=None,
-             p=None, p_ok=None, fire=None) -> None:
+    def snap(self, phase: str, origin: tuple[int, int], *, a: np.ndarray | None = None,
+             a_ok: np.ndarray | None = None, b: np.ndarray | None = None, b_ok: np.ndarray | None = None,
+             p: np.ndarray | None = None, p_ok: np.ndarray | None = None, fire: np.ndarray | None = None) -> None:
         empty = np.full((self.size, self.size), np.nan)
-        def masked(v, ok):
-            return empty.copy() if v is None else np.where(ok, v, np.nan)
+        def masked(v: np.ndarray | None, ok: np.ndarray | None) -> np.ndarray:
+            return empty.copy() if v is None or ok is None else np.where(ok, v, np.nan)
         fire = np.zeros((self.size, self.size), bool) if fire is None else fire.copy()
         assert self.record is not None, "snap() records only when tracing"
         self.record.append((phase, origin, masked(a, a_ok), masked(b, b_ok), masked(p, p_ok), fire))
@@ -165,7 +166,8 @@ def _shift_down(x: np.ndarray, row: np.ndarray | int) -> None:
     x[0] = row
 
 
-def _ws_load(w_tile: np.ndarray, size: int, tape: _Tape, origin: tuple[int, int], *, hidden: bool = False):
+def _ws_load(w_tile: np.ndarray, size: int, tape: _Tape, origin: tuple[int, int], *,
+             hidden: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Shift a weight tile into the array, one row per cycle (N cycles); ``hidden``: into the shadow registers
     during the previous tile's compute (transfers counted, no cycles added)."""
     k_t, n_t = w_tile.shape

@@ -16,6 +16,7 @@ import re
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import Any, NoReturn
 
 import aihw.cli.commands
 from aihw._validate import NonFiniteResult, TooLarge
@@ -27,11 +28,11 @@ class _OneLineParser(argparse.ArgumentParser):
     program name once (``aihw: error: argument --params: ... (see aihw memory --help)``). ``--help`` shows
     every option's default."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
 
-    def error(self, message: str):
+    def error(self, message: str) -> NoReturn:
         raise _UsageError(f"{message} (see {self.prog} --help)")
 
 

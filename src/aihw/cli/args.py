@@ -16,6 +16,8 @@ from __future__ import annotations
 import argparse
 import math
 import re
+from collections.abc import Callable
+from typing import Any
 
 COUNT_SUFFIXES = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 BYTE_SUFFIXES = {"": 1.0, "b": 1.0, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
@@ -88,8 +90,8 @@ def parse_numeric(text: str, *, kind: str = "count", integer: bool = False, mini
     return value
 
 
-def _argparse_type(parse, name: str):
-    def convert(text: str):
+def _argparse_type(parse: Callable[[str], Any], name: str) -> Callable[[str], Any]:
+    def convert(text: str) -> Any:
         try:
             return parse(text)
         except ValueError as exc:
@@ -133,11 +135,11 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows ``(default: X)`` after each option's help, except where there is no default worth showing (None,
     False flags) or the help already says its default."""
 
-    def _get_help_string(self, action):
+    def _get_help_string(self, action: argparse.Action) -> str:
         help_text = action.help or ""
         if action.default in (None, False, argparse.SUPPRESS) or "default" in help_text:
             return help_text
-        return super()._get_help_string(action)
+        return super()._get_help_string(action) or ""
 
 
 __all__ = ["parse_count", "parse_bytes", "parse_numeric", "shorten", "non_negative_float", "number", "count", "byte_size", "positive_int", "non_negative_int",

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from aihw._validate import require_positive
 
@@ -88,7 +89,7 @@ class ParallelDims:
             text += f" (v={self.virtual_stages})"
         return text + (f", ZeRO-{self.zero}" if self.zero else "")
 
-    def validate_model(self, model, *, seq: int | None = None) -> ParallelDims:
+    def validate_model(self, model: Any, *, seq: int | None = None) -> ParallelDims:
         """Check the degrees against a model shape (and a sequence length); ValueError says what would work.
 
         ``model`` is an :class:`aihw.transformer.shapes.ModelShape` (duck-typed so this module stays import-free).

@@ -27,7 +27,7 @@ import functools
 import math
 import operator
 from dataclasses import asdict, dataclass, field, fields
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from aihw._validate import (
     NonFiniteResult,
@@ -532,7 +532,7 @@ def _checked_components(config: MemoryConfig) -> tuple[dict[str, float], dict[st
 _unsplit_fields = operator.attrgetter(*(f.name for f in fields(MemoryConfig) if f.name not in SPLIT_FIELDS))
 
 
-def estimate_memory(model: ModelShape | str | None = None, **kwargs) -> MemoryEstimate:
+def estimate_memory(model: ModelShape | str | None = None, **kwargs: Any) -> MemoryEstimate:
     """Shortcut: ``estimate_memory("llama-2-7b", precision="bf16", mode="infer", batch=8)``."""
     shape = resolve_model(model) if isinstance(model, str) else model
     return estimate(MemoryConfig(model=shape, **kwargs))

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 from aihw._validate import require_positive
 from aihw.catalogue.hardware import get_chip, list_chips
 from aihw.memory.estimator import ZERO_STAGES, MemoryConfig, ZeroStage, estimate
 
 
-def _per_device(cfg: MemoryConfig, **changes) -> float:
+def _per_device(cfg: MemoryConfig, **changes: Any) -> float:
     return estimate(dataclasses.replace(cfg, **changes)).per_device_bytes
 
 

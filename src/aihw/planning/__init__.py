@@ -3,7 +3,8 @@
 * :mod:`~aihw.planning.config`: the question (:class:`Cluster`, :class:`PlanConfig`) and one layout's answer
   (:class:`Layout`);
 * :mod:`~aihw.planning.efficiency`: the sourced efficiency assumptions and the one fitted constant;
-* :mod:`~aihw.planning.step`: the step-time model of one layout (GEMM rooflines, collectives, bubble, memory);
+* :mod:`~aihw.planning.step`: the step-time model of one layout (GEMM rooflines, bubble, memory);
+* :mod:`~aihw.planning.traffic`: what each parallelism sends per step and how long it takes on the cluster;
 * :mod:`~aihw.planning.planner`: the layout search (:func:`plan`), why the winner wins (:func:`explain`);
 * :mod:`~aihw.planning.published`: the published runs the model is checked against.
 
@@ -40,8 +41,8 @@ from aihw.planning.step import (
     evaluate,
     gemm_seconds,
     with_band,
-    zero3_gathers_per_micro_batch,
 )
+from aihw.planning.traffic import zero3_gathers_per_micro_batch
 
 __all__ = [
     "ATTENTION", "ELEMENTWISE", "RECOMPUTE", "Attention", "Cluster", "Elementwise", "Layout", "PlanConfig",

@@ -251,34 +251,55 @@ class Layout:
 
 def check_pins(cfg: PlanConfig) -> None:
     """Pinned degrees must suit the model and the cluster; ValueError naming the value and what would do."""
-    mdl, n, cpn = cfg.shape, cfg.cluster.devices, cfg.cluster.chips_per_node
     for name in ("tp", "pp", "dp", "cp", "ep", "virtual_stages", "micro_batches"):
         if getattr(cfg, name) is not None:
             require_positive("micro_batches (m)" if name == "micro_batches" else name, getattr(cfg, name),
                              integer=True)
     dims = ParallelDims(dp=cfg.dp or 1, tp=cfg.tp or 1, pp=cfg.pp or 1, cp=cfg.cp or 1, ep=1,
                         virtual_stages=cfg.virtual_stages or 1 if cfg.pp not in (None, 1) else 1)
-    dims.validate_model(mdl, seq=cfg.tokens)
-    if cfg.ep is not None:
-        if cfg.ep > 1 and not mdl.is_moe:
-            raise ValueError(f"ep={cfg.ep} needs a mixture-of-experts model; {mdl.name} is dense (experts = 0)")
-        if mdl.is_moe and mdl.experts % cfg.ep:
-            raise ValueError(f"ep={cfg.ep} must divide the {mdl.experts} experts of {mdl.name}; "
-                             f"possible: {divisors(mdl.experts)}")
+    dims.validate_model(cfg.shape, seq=cfg.tokens)
+    _check_ep_pin(cfg)
+    _check_tp_pin(cfg)
+    _check_product_of_pins(cfg)
+    _check_batch_pins(cfg)
+
+
+def _check_ep_pin(cfg: PlanConfig) -> None:
+    mdl = cfg.shape
+    if cfg.ep is None:
+        return
+    if cfg.ep > 1 and not mdl.is_moe:
+        raise ValueError(f"ep={cfg.ep} needs a mixture-of-experts model; {mdl.name} is dense (experts = 0)")
+    if mdl.is_moe and mdl.experts % cfg.ep:
+        raise ValueError(f"ep={cfg.ep} must divide the {mdl.experts} experts of {mdl.name}; "
+                         f"possible: {divisors(mdl.experts)}")
+
+
+def _check_tp_pin(cfg: PlanConfig) -> None:
+    mdl, cpn = cfg.shape, cfg.cluster.chips_per_node
     if cfg.tp is not None and cpn % cfg.tp and cfg.tp % cpn:
+        possible = [d for d in divisors(math.gcd(mdl.heads, mdl.hidden)) if cpn % d == 0 or d % cpn == 0]
         raise ValueError(f"tp={cfg.tp} cannot fill nodes of {cpn} chips: a tensor-parallel group must fit a "
-                         f"node evenly or span whole nodes; possible: "
-                         f"{[d for d in divisors(math.gcd(mdl.heads, mdl.hidden)) if cpn % d == 0 or d % cpn == 0]}")
+                         f"node evenly or span whole nodes; possible: {possible}")
+
+
+def _check_product_of_pins(cfg: PlanConfig) -> None:
+    """The pinned degrees' product must divide the cluster's chips (and equal it when all four are pinned)."""
+    n = cfg.cluster.devices
     pinned = {k: getattr(cfg, k) for k in ("dp", "tp", "pp", "cp") if getattr(cfg, k) is not None}
     product = math.prod(pinned.values()) if pinned else 1
-    if n % product or (len(pinned) == 4 and product != n):
-        text = " x ".join(f"{k}" for k in pinned)
-        values = " x ".join(str(v) for v in pinned.values())
-        if len(pinned) == 1:
-            text, values = f"{text}={values}", ""
-        raise ValueError(f"{text}{' = ' + values + ' =' if values else ','} {product if values else ''}"
-                         f"{'' if values else 'which'}{', which' if values else ''} {'does not divide' if n % product else 'is not'} "
-                         f"the cluster's {n} chips")
+    if n % product == 0 and (len(pinned) < 4 or product == n):
+        return
+    verdict = "does not divide" if n % product else "is not"
+    if len(pinned) == 1:
+        (name, value), = pinned.items()
+        raise ValueError(f"{name}={value}, which {verdict} the cluster's {n} chips")
+    names = " x ".join(pinned)
+    values = " x ".join(str(v) for v in pinned.values())
+    raise ValueError(f"{names} = {values} = {product}, which {verdict} the cluster's {n} chips")
+
+
+def _check_batch_pins(cfg: PlanConfig) -> None:
     if cfg.micro_batch is not None and cfg.global_batch % cfg.micro_batch:
         raise ValueError(f"global batch {cfg.global_batch} is not a multiple of the micro-batch {cfg.micro_batch}")
     if cfg.dp is not None and cfg.micro_batch is not None and cfg.global_batch % (cfg.dp * cfg.micro_batch):

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from aihw._validate import require_instance
-from aihw.layout.dims import ParallelDims, divisors
+from aihw.layout.dims import ParallelDims, divisors, tp_fits_kv_heads
 from aihw.memory.estimator import MemoryConfig
 from aihw.planning.config import RECOMPUTE, Cluster, Layout, PlanConfig
 from aihw.planning.efficiency import (
@@ -30,49 +31,73 @@ BAND_TOP = 20  # layouts whose uncertainty band is computed (the top of the rank
 
 
 
-def _candidates(cfg: PlanConfig) -> tuple[list[tuple], list[tuple[str, str]]]:
-    """Degree combinations worth evaluating, and the rejected ones with their reason."""
-    mdl, n, cpn, s = cfg.shape, cfg.cluster.devices, cfg.cluster.chips_per_node, cfg.tokens
+def _tp_choices(cfg: PlanConfig) -> list[int]:
+    """Tensor-parallel degrees worth searching: they divide the heads, hidden and MLP widths, share a factor
+    with the KV heads (:func:`aihw.layout.dims.tp_fits_kv_heads`) and fill nodes evenly."""
+    if cfg.tp:
+        return [cfg.tp]
+    mdl, n, cpn = cfg.shape, cfg.cluster.devices, cfg.cluster.chips_per_node
     max_tp = cfg.max_tp or cpn
-    tps = [cfg.tp] if cfg.tp else [d for d in divisors(math.gcd(mdl.heads, mdl.hidden))
-                                   if d <= max_tp and (cpn % d == 0) and n % d == 0 and mdl.ffn_dim % d == 0
-                                   and (mdl.n_kv_heads % d == 0 or d % mdl.n_kv_heads == 0)]
-    cps = [cfg.cp] if cfg.cp else [c for c in CP_CHOICES if s % c == 0 and (c == 1 or s // c >= 2048)]
-    bs = [cfg.micro_batch] if cfg.micro_batch else [1, 2, 4]
-    out, rejected = [], []
-    for tp in tps:
-        for cp in cps:
+    return [d for d in divisors(math.gcd(mdl.heads, mdl.hidden))
+            if d <= max_tp and cpn % d == 0 and n % d == 0 and mdl.ffn_dim % d == 0
+            and tp_fits_kv_heads(mdl.n_kv_heads, d)]
+
+
+def _cp_choices(cfg: PlanConfig) -> list[int]:
+    """Context-parallel degrees: dividing the sequence, each rank keeping at least 2,048 tokens."""
+    s = cfg.tokens
+    return [cfg.cp] if cfg.cp else [c for c in CP_CHOICES if s % c == 0 and (c == 1 or s // c >= 2048)]
+
+
+def _ep_choices(cfg: PlanConfig, dp: int, cp: int) -> list[int]:
+    mdl = cfg.shape
+    if cfg.ep:
+        return [cfg.ep]
+    if not mdl.is_moe:
+        return [1]
+    return [e for e in divisors(mdl.experts) if (dp * cp) % e == 0 and e <= cfg.cluster.chips_per_node]
+
+
+def _virtual_choices(cfg: PlanConfig, pp: int, m: int) -> list[int]:
+    if cfg.virtual_stages or pp == 1 or cfg.schedule == "gpipe":
+        return [cfg.virtual_stages or 1]
+    return [v for v in VIRTUAL_CHOICES if pp * v <= cfg.shape.layers and (v == 1 or m % pp == 0)]
+
+
+def _splits(cfg: PlanConfig) -> Iterator[tuple[int, int, int, int]]:
+    """(dp, tp, pp, cp) that fill the cluster, with the pinned degrees kept."""
+    n = cfg.cluster.devices
+    for tp in _tp_choices(cfg):
+        for cp in _cp_choices(cfg):
             if n % (tp * cp):
                 continue
             rest = n // (tp * cp)
-            pps = [cfg.pp] if cfg.pp else [p for p in divisors(rest) if p <= min(MAX_PP, mdl.layers)]
+            pps = [cfg.pp] if cfg.pp else [p for p in divisors(rest) if p <= min(MAX_PP, cfg.shape.layers)]
             for pp in pps:
-                if rest % pp:
+                if rest % pp == 0 and cfg.dp in (None, rest // pp):
+                    yield rest // pp, tp, pp, cp
+
+
+def _candidates(cfg: PlanConfig) -> tuple[list[tuple], list[tuple[str, str]]]:
+    """Degree combinations worth evaluating, and the rejected ones with their reason."""
+    out, rejected = [], []
+    for dp, tp, pp, cp in _splits(cfg):
+        for b in [cfg.micro_batch] if cfg.micro_batch else [1, 2, 4]:
+            label = f"DP{dp} x TP{tp} x PP{pp}" + (f" x CP{cp}" if cp > 1 else "")
+            if cfg.global_batch % (dp * b):
+                rejected.append((label, f"global batch {cfg.global_batch} is not a multiple of "
+                                        f"dp x micro-batch = {dp} x {b} = {dp * b}"))
+                continue
+            m = cfg.global_batch // (dp * b)
+            if cfg.micro_batches not in (None, m):
+                rejected.append((label, f"m = global_batch / (dp x micro_batch) = {m}, not the "
+                                        f"requested {cfg.micro_batches}"))
+                continue
+            for ep in _ep_choices(cfg, dp, cp):
+                if (dp * cp) % ep:
+                    rejected.append((label, f"ep={ep} does not divide dp x cp = {dp * cp}"))
                     continue
-                dp = rest // pp
-                if cfg.dp not in (None, dp):
-                    continue
-                for b in bs:
-                    label = f"DP{dp} x TP{tp} x PP{pp}" + (f" x CP{cp}" if cp > 1 else "")
-                    if cfg.global_batch % (dp * b):
-                        rejected.append((label, f"global batch {cfg.global_batch} is not a multiple of "
-                                                f"dp x micro-batch = {dp} x {b} = {dp * b}"))
-                        continue
-                    m = cfg.global_batch // (dp * b)
-                    if cfg.micro_batches not in (None, m):
-                        rejected.append((label, f"m = global_batch / (dp x micro_batch) = {m}, not the "
-                                                f"requested {cfg.micro_batches}"))
-                        continue
-                    eps = [cfg.ep] if cfg.ep else ([e for e in divisors(mdl.experts) if (dp * cp) % e == 0
-                                                    and e <= cpn] if mdl.is_moe else [1])
-                    vs = [cfg.virtual_stages or 1] if cfg.virtual_stages or pp == 1 or cfg.schedule == "gpipe" else \
-                        [v for v in VIRTUAL_CHOICES if pp * v <= mdl.layers and (v == 1 or m % pp == 0)]
-                    for ep in eps:
-                        if (dp * cp) % ep:
-                            rejected.append((label, f"ep={ep} does not divide dp x cp = {dp * cp}"))
-                            continue
-                        for v in vs:
-                            out.append((dp, tp, pp, cp, ep, v, b))
+                out += [(dp, tp, pp, cp, ep, v, b) for v in _virtual_choices(cfg, pp, m)]
     return out, rejected
 
 
@@ -163,38 +188,41 @@ def plan(cfg: PlanConfig) -> Plan:
             f"no tp/pp/dp/cp combination fills {cfg.cluster.devices} chips for {cfg.shape.name}")
         pins = ", ".join(f"{k}={getattr(given, k)}" for k in _PIN_NAMES if getattr(given, k) is not None)
         raise ValueError(f"no layout is possible{f' with the pins {pins}' if pins else ''}: {reason}")
-    layouts = []
-    zeros = cfg.zero_stages
     order = [r for r in RECOMPUTE if r in cfg.recompute]  # less recomputation is always faster
-    work = len(combos) * len(zeros) * len(order)
+    work = len(combos) * len(cfg.zero_stages) * len(order)
     if work > MAX_SEARCH_LAYOUTS:
         raise ValueError(f"the search would size {work:,} layouts, more than the bound of {MAX_SEARCH_LAYOUTS:,} "
                          "(a few seconds); pin some degrees (tp, pp, dp, cp), the micro-batch or the ZeRO stage")
+    layouts = _size_layouts(cfg, combos, order)
+    fits = sorted((x for x in layouts if x.fits), key=lambda x: (x.step_s, x.memory_bytes))
+    fits[:BAND_TOP] = [with_band(cfg, x) for x in fits[:BAND_TOP]]
+    too_big = tuple(sorted((x for x in layouts if not x.fits), key=lambda x: x.memory_bytes))
+    return Plan(given, tuple(fits), too_big, tuple(rejected), _assumptions(cfg))
+
+
+def _size_layouts(cfg: PlanConfig, combos: list[tuple], order: Sequence[str]) -> list[Layout]:
+    """Every combination at every ZeRO stage, with the least recomputation that fits (or all, if none fits)."""
+    zeros = cfg.zero_stages
+    layouts = []
     dims_of: dict[tuple, ParallelDims] = {}  # a split's dims (one per ZeRO stage), shared by its micro-batch sizes
     base_of: dict[tuple, MemoryConfig] = {}  # a split's memory configuration, validated once (MemoryConfig.varied)
     for dp, tp, pp, cp, ep, v, b in combos:
         searched = [z for z in zeros if dp > 1 or z == min(zeros)]
         for zero in searched:
-            dims = dims_of.get((dp, tp, pp, cp, ep, v, zero))
-            if dims is None:
-                dims = dims_of[dp, tp, pp, cp, ep, v, zero] = ParallelDims(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep,
-                                                                           zero=zero, virtual_stages=v)
+            key = (dp, tp, pp, cp, ep, v, zero)
+            dims = dims_of.get(key) or dims_of.setdefault(key, ParallelDims(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep,
+                                                                             zero=zero, virtual_stages=v))
             if zero == searched[0]:  # the layout's checks (the same for every ZeRO stage)
                 m, stages = split_layout(cfg, dims, b)
-                found = base_of.get((dp, tp, pp, cp, ep, v))
-                if found is None:
-                    found = base_of[dp, tp, pp, cp, ep, v] = memory_config(cfg, dims, order[0], b, m, stages)
-                base = found
+                base = base_of.get(key[:6]) or base_of.setdefault(key[:6], memory_config(cfg, dims, order[0], b, m,
+                                                                                         stages))
             for recompute in order:
                 mem = base.varied(batch=b, micro_batches=m, zero=zero, recompute=recompute)
                 x = evaluate_sized(cfg, dims, recompute, b, m, stages, mem, band=False, time_if_too_big=False)
                 layouts.append(x)
                 if x.fits:  # more recomputation would only be slower
                     break
-    fits = sorted((x for x in layouts if x.fits), key=lambda x: (x.step_s, x.memory_bytes))
-    fits[:BAND_TOP] = [with_band(cfg, x) for x in fits[:BAND_TOP]]
-    too_big = tuple(sorted((x for x in layouts if not x.fits), key=lambda x: x.memory_bytes))
-    return Plan(given, tuple(fits), too_big, tuple(rejected), _assumptions(cfg))
+    return layouts
 
 
 @functools.lru_cache(maxsize=64)

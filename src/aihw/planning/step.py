@@ -54,17 +54,16 @@ from aihw._validate import (
     require_non_negative,
     require_positive,
 )
-from aihw.comm import collectives as cc
 from aihw.formats.precision import activation_bytes_per_value
 from aihw.layout.dims import ParallelDims, stage_layers
 from aihw.layout.schedules import bubble_fraction
 from aihw.memory.estimator import (
-    PRECISION_BYTES,
     MemoryConfig,
     grad_bytes_split,
     per_device_bytes,
     stage_params,
 )
+from aihw.planning import traffic
 from aihw.planning.config import ATTENTION, Layout, PlanConfig
 from aihw.planning.efficiency import (
     ATTENTION_TO_GEMM,
@@ -72,7 +71,6 @@ from aihw.planning.efficiency import (
     DEFAULT_GEMM_FRACTION,
     FUSED_ATTENTION_BACKWARD,
     GEMM_FRACTION,
-    NVLS_SPEEDUP,
 )
 from aihw.transformer.flops import Recompute, flops_per_token, model_flops_per_token
 from aihw.transformer.shapes import ModelShape
@@ -219,42 +217,6 @@ def _head_seconds(cfg: PlanConfig, ch: _Chip, tp: int, cp: int, b: int) -> float
     return 3 * fwd + softmax
 
 
-def _link_for(cfg: PlanConfig, stride: int, ranks: int) -> tuple[int, int]:
-    """(members per node, nodes spanned) of a group of ``ranks`` ranks ``stride`` apart."""
-    per_node = max(1, min(ranks, cfg.cluster.chips_per_node // stride)) if stride < cfg.cluster.chips_per_node else 1
-    return per_node, max(1, ranks // per_node)
-
-
-@functools.lru_cache(maxsize=16384)  # a search asks for the same few hundred collectives thousands of times
-def _collective(cfg: PlanConfig, kind: str, n_bytes: float, ranks: int, stride: int, bus: float = 1.0) -> float:
-    """Seconds of one collective of ``n_bytes`` (per rank's full buffer) over ``ranks`` ranks ``stride`` apart.
-
-    Hierarchical when the group spans nodes: the intra-node part on the chip link, the rest on the network
-    (one port per chip, all rails at once). Bandwidths at BUS_FRACTION of line rate (scaled by ``bus``).
-    """
-    if ranks <= 1 or n_bytes <= 0:
-        return 0.0
-    cl, eff = cfg.cluster, cfg.efficiency
-    intra, inter = cl.intra_link(), cl.inter_link()
-    intra = cc.LinkModel(intra.alpha_s, intra.bandwidth_bytes_per_s * min(1.0, eff.intra_bus * bus), intra.name)
-    inter = cc.LinkModel(inter.alpha_s, inter.bandwidth_bytes_per_s * min(1.0, eff.inter_bus * bus), inter.name)
-    g, k = _link_for(cfg, stride, ranks)
-    if kind == "send_recv":
-        return cc.send_recv_time(n_bytes, link=intra if g > 1 else inter)
-    if kind == "all_to_all":
-        return cc.all_to_all_time(n_bytes, ranks, per_node=g, intra=intra, inter=inter)
-    if eff.flat_collectives and k > 1:  # one ring over every rank, at the network's speed
-        half = cc.reduce_scatter_time(n_bytes, ranks, link=inter)
-        return 2 * half if kind == "all_reduce" else half
-    # hierarchical: reduce-scatter inside each node, then across nodes on the 1/g shard each rank holds
-    half = cc.reduce_scatter_time(n_bytes, g, link=intra) if g > 1 else 0.0
-    if k > 1:
-        half += cc.reduce_scatter_time(n_bytes / g, k, link=inter)
-    if kind == "all_reduce":  # reduce-scatter then all-gather (the same time)
-        return 2 * half / (NVLS_SPEEDUP if cl.nvls and k == 1 else 1.0)
-    return half  # all_gather / reduce_scatter
-
-
 def _step(cfg: PlanConfig, dims: ParallelDims, recompute: str, b: int, m: int, stages: tuple[int, ...],
           *, gemm_scale: float = 1.0, bus: float = 1.0, overlap: bool | None = None,
           mem: MemoryConfig | None = None) -> dict:
@@ -265,66 +227,23 @@ def _step(cfg: PlanConfig, dims: ParallelDims, recompute: str, b: int, m: int, s
     eff = cfg.efficiency
     overlap = eff.overlap if overlap is None else overlap
     ch = _chip(cfg, gemm_scale)
-    mdl, s = cfg.shape, cfg.tokens
-    tp, pp, cp, ep, dp, v = dims.tp, dims.pp, dims.cp, dims.ep, dims.dp, dims.virtual_stages
-    bpv = activation_bytes_per_value(cfg.precision)
-    fwd, fwd_bwd_extra, attn = _layer_seconds(cfg, ch, tp, cp, ep, b, recompute)
-    layer = fwd + fwd_bwd_extra
-    head = _head_seconds(cfg, ch, tp, cp, b)
+    fwd, fwd_bwd_extra, attn = _layer_seconds(cfg, ch, dims.tp, dims.cp, dims.ep, b, recompute)
     # per device: its chunks' layers; the head sits on the last device, the embedding (a lookup) on the first
-    per_device = _device_layers(stages, pp, v)
-    device_time = [n * layer for n in per_device]
-    device_time[-1] += head
-    slowest = max(device_time)
-    compute = m * slowest
-    bubble = bubble_fraction(pp, m, v=v, convention="of_ideal") * compute  # (p - 1) / v slowest-stage times
-    # tensor parallel: 2 collectives per layer in forward, 2 in backward (+2 recomputed): AR or AG + RS pairs
-    payload = b * s / cp * mdl.hidden * bpv
-    per_layer_colls = 6 if recompute == "full" else 4
-    tp_one = _collective(cfg, "all_reduce", payload, tp, 1, bus)
-    layers_dev = max(per_device)
-    tp_comm = m * layers_dev * per_layer_colls * tp_one
-    # context parallel: (cp - 1) key/value block passes forward, twice that backward, hidden behind attention
-    cp_comm = 0.0
-    if cp > 1:
-        block = 2 * b * (s / cp) * mdl.kv_dim / tp * bpv
-        one = _collective(cfg, "send_recv", block, cp, tp, bus)
-        passes = 3 * (cp - 1) * one * (1.5 if recompute != "none" else 1.0)
-        hidden = 3 * attn if overlap else 0.0
-        cp_comm = m * layers_dev * max(0.0, passes - hidden)
-    # expert parallel: dispatch + combine all-to-all, forward and backward (+ forward again if recomputed)
-    ep_comm = 0.0
-    if mdl.is_moe and ep > 1:
-        routed = b * s / cp * mdl.top_k * mdl.capacity_factor * mdl.hidden * bpv / (tp if cfg.sequence_parallel
-                                                                                     else 1)
-        one = _collective(cfg, "all_to_all", routed, ep, tp, bus)
-        ep_comm = m * layers_dev * (6 if recompute == "full" else 4) * one
-    # pipeline: an activation forward and a gradient back per micro-batch and chunk boundary
-    pp_comm = 0.0
-    if pp > 1:
-        act = payload / (tp if cfg.sequence_parallel else 1)
-        one = _collective(cfg, "send_recv", act, 2, tp * cp * dp, bus)
-        pp_comm = 2 * v * m * one
-    # data parallel: gradients of this device's parameters (ZeRO >= 1: reduce-scatter + all-gather of params)
+    per_device = _device_layers(stages, dims.pp, dims.virtual_stages)
+    device_time = [n * (fwd + fwd_bwd_extra) for n in per_device]
+    device_time[-1] += _head_seconds(cfg, ch, dims.tp, dims.cp, b)
+    compute = m * max(device_time)
+    # (p - 1) / v slowest-stage times
+    bubble = bubble_fraction(dims.pp, m, v=dims.virtual_stages, convention="of_ideal") * compute
     if mem is None:
         mem = memory_config(cfg, dims, recompute, b, m, stages)
-    params = stage_params(mem)  # the memory chapter's parameter count per device
-    grad_bytes = grad_bytes_split(mem)[0]  # the model gradient is what is reduced (fp16 runs: fp16; bf16: fp32 main)
-    w_bytes = PRECISION_BYTES[cfg.precision]
-    dp_ranks, dp_stride = dp, tp * cp
-    grads = _collective(cfg, "all_reduce", params * min(grad_bytes, 4), dp_ranks, dp_stride, bus)
-    window = (fwd_bwd_extra * layers_dev) if overlap else 0.0  # last micro-batch's backward
-    dp_comm = max(0.0, grads - window)
-    if dims.zero == 3 and dp > 1:
-        gather = _collective(cfg, "all_gather", params * w_bytes, dp_ranks, dp_stride, bus)
-        scatter = _collective(cfg, "reduce_scatter", params * min(grad_bytes, 4), dp_ranks, dp_stride, bus)
-        rounds = 1 if cfg.zero3_keep_gathered else m
-        gathers = zero3_gathers_per_micro_batch(recompute, regather=eff.zero3_regather_recompute)
-        hidden = rounds * gathers * gather + (rounds * scatter if eff.zero3_overlap_reduce else 0.0)
-        exposed = 0.0 if eff.zero3_overlap_reduce else rounds * scatter
-        dp_comm = max(0.0, hidden - (compute if overlap else 0.0)) + exposed
-    terms = {"compute": compute, "bubble": bubble, "tp_comm": tp_comm, "cp_comm": cp_comm, "ep_comm": ep_comm,
-             "pp_comm": pp_comm, "dp_comm": dp_comm}
+    t = traffic.Traffic(cfg, dims, recompute, b, m, layers=max(per_device), bus=bus)
+    terms = {"compute": compute, "bubble": bubble, "tp_comm": t.tp_seconds(),
+             "cp_comm": t.cp_seconds(hidden_behind=3 * attn if overlap else 0.0), "ep_comm": t.ep_seconds(),
+             "pp_comm": t.pp_seconds(),
+             "dp_comm": t.dp_seconds(params=stage_params(mem), grad_bytes=grad_bytes_split(mem)[0],
+                                     backward_window=fwd_bwd_extra * max(per_device) if overlap else 0.0,
+                                     compute=compute if overlap else 0.0)}
     terms["overhead"] = eff.step_overhead / (1 - eff.step_overhead) * sum(terms.values())
     return terms
 
@@ -338,17 +257,6 @@ def _device_layers(stages: tuple[int, ...], pp: int, v: int) -> tuple[int, ...]:
 @functools.lru_cache(maxsize=4096)
 def _stage_layers(layers: int, pp: int, v: int) -> tuple[int, ...]:
     return stage_layers(layers, pp, virtual_stages=v)
-
-
-def zero3_gathers_per_micro_batch(recompute: str, *, regather: bool) -> int:
-    """Parameter all-gathers ZeRO-3 runs per micro-batch: one per forward pass executed, one for backward.
-
-    Forward and backward each need the full layer weights (2). With full recomputation the recomputed forward
-    needs them once more: an implementation that releases them after every forward and gathers on every
-    forward (``regather``, DeepSpeed's per-module hooks) pays a third gather; FSDP, which keeps a block's
-    parameters gathered from its recomputation through its backward, does not.
-    """
-    return 3 if regather and recompute == "full" else 2
 
 
 def memory_config(cfg: PlanConfig, dims: ParallelDims, recompute: str, b: int, m: int,

@@ -39,7 +39,7 @@ from aihw._validate import (
     require_in_range,
     require_positive,
 )
-from aihw.catalogue.hardware import get_chip
+from aihw.catalogue.hardware import Chip, get_chip
 
 Method = Literal["hoffmann-approach1", "epoch-approach3", "tokens-per-param-20", "hoffmann-approach3-rounded"]
 METHODS: tuple[str, ...] = get_args(Method)
@@ -192,7 +192,7 @@ class TrainingRun:
         return self.seconds / 86400
 
 
-def training_run(flops: float, chip, *, chips: int, mfu: float, precision: str = "bf16") -> TrainingRun:
+def training_run(flops: float, chip: str | Chip, *, chips: int, mfu: float, precision: str = "bf16") -> TrainingRun:
     """Wall-clock time, chip-hours and (list-price) cost of a training run on a catalogue chip."""
     require_positive("flops", flops)
     require_positive("chips", chips, integer=True)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 from aihw._validate import (
     NonFiniteResult,
@@ -312,7 +313,7 @@ def _estimate(cfg: ServingConfig) -> ServingEstimate:
         cost_per_million_tokens=cost, assumptions=assumptions)
 
 
-def estimate_serving(model: ModelShape | str, **kwargs) -> ServingEstimate:
+def estimate_serving(model: ModelShape | str, **kwargs: Any) -> ServingEstimate:
     """Shortcut: ``estimate_serving("llama-3-8b", chip="H100 SXM", batch=8, context=4096)``."""
     return estimate(ServingConfig(model, **kwargs))
 

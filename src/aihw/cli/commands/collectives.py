@@ -15,7 +15,7 @@ DEFAULT_NETWORK = "InfiniBand NDR"
 DEFAULT_GPU = "NVIDIA H100 SXM"
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "collectives", help="predicted all-reduce time (alpha-beta model) on catalogue links and clusters",
         description="Examples: aihw collectives --bytes 1e9 --ranks 8 --chip h100; "

@@ -12,7 +12,7 @@ WIDTH = 100  # `aihw hardware show` fits a 100-column terminal
 LABEL_WIDTH = 48
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("hardware", help="list chips in the catalogue or show one")
     hw = parser.add_subparsers(dest="action", metavar="ACTION", parser_class=type(parser))
     hw.required = True

@@ -23,7 +23,7 @@ from aihw.transformer.flops import RECOMPUTE_CHOICES
 from aihw.transformer.shapes import list_presets, resolve_model
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "memory", help="memory needed to train or serve a model (weights, gradients, optimizer, activations, KV)",
         description="Examples: aihw memory --model llama-2-7b --mode infer --batch 8 --seq 4096; "

@@ -10,7 +10,7 @@ from aihw.planning import RECOMPUTE, Cluster, Efficiency, PlanConfig, plan
 from aihw.transformer.shapes import list_presets
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "plan", help="pick a parallel layout (data, tensor, pipeline, context, expert, ZeRO, recomputation)",
         description="Example: aihw plan --model llama-2-13b --chip h100-sxm --chips-per-node 8 --nodes 4 "

@@ -12,7 +12,7 @@ from aihw.cli import args as A
 from aihw.cli.output import print_result
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "roofline", help="roofline estimate of a matmul or elementwise op on a chip",
         description="Examples: aihw roofline --chip h100 --dtype bf16 --matmul 4096 4096 4096; "

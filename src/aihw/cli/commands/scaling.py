@@ -10,7 +10,7 @@ from aihw.cli import args as A
 from aihw.cli.output import print_result
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "scaling", help="compute-optimal model size and tokens for a FLOP budget; training FLOPs, time and cost",
         description="Examples: aihw scaling --compute 5.76e23; aihw scaling --params 7e9 --tokens 2e12; "

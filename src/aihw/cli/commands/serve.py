@@ -10,7 +10,7 @@ from aihw.serving.estimator import PRECISIONS, ServingConfig, estimate
 from aihw.transformer.shapes import list_presets
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "serve", help="serving estimate: weights, KV cache, prefill and decode time, throughput, cost",
         description="Example: aihw serve --model llama-3-8b --chip 'H100 SXM' --precision bf16 --batch 16 "
