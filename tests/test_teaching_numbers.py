@@ -1,0 +1,56 @@
+"""Numbers the chapters teach, checked against their sources (each test names the page that states it)."""
+
+from __future__ import annotations
+
+import pytest
+
+from aihw.transformer import flops
+from aihw.transformer.shapes import get_preset
+
+
+def _decode_attention(name: str, batch: int = 1, context: int = 8192) -> float:
+    ops = flops.layer_intensities(get_preset(name), batch=batch, new_tokens=1, context=context)
+    return {o.op: o.intensity for o in ops}["scores Q·Kᵀ"]
+
+
+def test_decode_attention_intensity_follows_the_gqa_group():
+    # transformer_math.md, exercise tm-ex-design (c): Llama-3-8B has 32 query heads and 8 KV heads, so each
+    # key read serves 4 heads: 2·4·d FLOP per 2·d bytes of keys, less the score write, ≈ 3.9 FLOP/byte.
+    l3 = get_preset("llama-3-8b")
+    assert (l3.heads, l3.kv_heads) == (32, 8)
+    assert _decode_attention("llama-3-8b") == pytest.approx(3.9, abs=0.05)
+    assert _decode_attention("llama-3-8b", batch=32) == pytest.approx(_decode_attention("llama-3-8b"))
+    # without GQA (Llama-2-7B, one KV head per query head) it is about 1
+    assert _decode_attention("llama-2-7b") == pytest.approx(1.0, abs=0.02)
+
+
+def _bandwidth_only_link():
+    from aihw.comm.collectives import LinkModel
+
+    return LinkModel(alpha_s=0.0, bandwidth_bytes_per_s=1e9)
+
+
+@pytest.mark.parametrize("p", [2, 8, 64, 1024])
+def test_zero3_moves_one_and_a_half_times_data_parallel(p):
+    # planning.md, exercise planning-ex-design (b): ZeRO-3 = two parameter all-gathers + one gradient
+    # reduce-scatter; data parallelism (and ZeRO-1/2) = one all-reduce = one reduce-scatter + one all-gather.
+    from aihw.comm.collectives import all_gather_time, all_reduce_time, reduce_scatter_time
+
+    link, n = _bandwidth_only_link(), 1e9
+    dp = all_reduce_time(n, p, link=link)
+    zero12 = reduce_scatter_time(n, p, link=link) + all_gather_time(n, p, link=link)
+    zero3 = 2 * all_gather_time(n, p, link=link) + reduce_scatter_time(n, p, link=link)
+    assert zero12 == pytest.approx(dp)
+    assert zero3 / dp == pytest.approx(1.5)
+
+
+@pytest.mark.parametrize("p", [2, 8, 1024])
+def test_ring_all_reduce_sends_almost_twice_the_gradient(p):
+    # data_parallel.md: a ring all-reduce sends 2(p-1)/p times the buffer per GPU: 1 at p = 2, -> 2 as p grows
+    from aihw.comm.collectives import all_reduce_terms
+
+    factor = all_reduce_terms(p, "ring")[1]
+    assert factor == pytest.approx(2 * (p - 1) / p)
+    assert 1.0 <= factor < 2.0
+    if p >= 8:
+        assert factor >= 1.75
