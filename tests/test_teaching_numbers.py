@@ -54,3 +54,31 @@ def test_ring_all_reduce_sends_almost_twice_the_gradient(p):
     assert 1.0 <= factor < 2.0
     if p >= 8:
         assert factor >= 1.75
+
+
+def test_tp_hidden_size_bounds_and_where_7b_models_fall():
+    # planning.md, exercise planning-ex-tp: h >= (t-1)F/(3W) is ~5,100 over NVLink and ~46,000 over NDR at t = 8;
+    # 7-8B models have h = 4,096, below the NVLink bound; Llama-3-70B (h = 8,192) lies between the two.
+    from aihw.comm.roofline import critical_intensity, tp_condition
+
+    assert 7 * critical_intensity("H100 SXM", "chip") / 3 == pytest.approx(5100, rel=0.02)
+    assert 7 * critical_intensity("H100 SXM", "InfiniBand NDR") / 3 == pytest.approx(46000, rel=0.02)
+    for name in ("llama-2-7b", "llama-3-8b", "mistral-7b"):
+        assert get_preset(name).hidden == 4096
+        assert tp_condition(name, 8, "H100 SXM", "chip").ratio < 1
+    assert tp_condition("llama-3-70b", 8, "H100 SXM", "chip").ratio > 1
+    assert tp_condition("llama-3-70b", 8, "H100 SXM", "InfiniBand NDR").ratio < 1
+
+
+def test_llama3_table4_throughput_is_model_flops():
+    # planning.md: Llama 3's Table 4 prints TFLOPs/GPU beside "BF16 MFU" 43%, 41%, 38% (Dubey et al. 2024);
+    # MFU (Chowdhery et al. 2022, App. B) excludes recomputation, so the figures are model FLOP/s and are
+    # compared with the planner's model-FLOPs prediction.
+    from aihw.catalogue.hardware import get_chip
+    from aihw.planning import published
+
+    peak = get_chip("NVIDIA H100 SXM").peak_flops("bf16")
+    mfu = [0.43, 0.41, 0.38]
+    for run, m in zip(published.LLAMA3_RUNS, mfu, strict=True):
+        assert run.convention == "model"
+        assert run.published_tflops * 1e12 / peak == pytest.approx(m, abs=0.006)
