@@ -82,3 +82,36 @@ def test_llama3_table4_throughput_is_model_flops():
     for run, m in zip(published.LLAMA3_RUNS, mfu, strict=True):
         assert run.convention == "model"
         assert run.published_tflops * 1e12 / peak == pytest.approx(m, abs=0.006)
+
+
+def test_llama3_8b_needs_two_v5e_chips():
+    # inference.md, worked examples: 16 GB of bf16 weights do not fit in one v5e's 16 GB of HBM; two hold them and
+    # batch 32 x 2,048 tokens of KV cache (the course's serving calculator, not a typed "four").
+    from aihw.serving import estimate_serving
+
+    def fits(tp):
+        return estimate_serving("llama-3-8b", chip="TPU v5e", batch=32, context=2048, prompt=1024, tp=tp).fits
+
+    assert not fits(1) and fits(2)
+
+
+def test_llama3_8b_decode_at_512_tokens_has_no_knee():
+    # inference.md renders "never turns compute-bound" from knee_batch None (once printed as "batch 0"):
+    # per sequence, 512 tokens of KV cache take longer to read than its token's FLOPs take on an H100.
+    from aihw.serving import estimate_serving
+
+    e = estimate_serving("llama-3-8b", chip="H100 SXM", batch=1, context=512)
+    assert e.knee_batch is None
+    assert estimate_serving("llama-3-8b", chip="H100 SXM", batch=1, context=128).knee_batch is not None
+
+
+@pytest.mark.parametrize("w", [1.0, 1.5, 1.99, 0.02, 0.75, 3.0])
+def test_bf16_half_ulp_is_between_w_2_to_minus_9_and_minus_8(w):
+    # labs/formats_lab.py: half an ulp of w in bf16 (8 significant bits) is 2^(floor(log2|w|) - 8)
+    import math
+
+    from aihw.formats import numerics
+
+    half = numerics.half_ulp_threshold(w, "bf16")
+    assert half == 2.0 ** (math.floor(math.log2(abs(w))) - 8)
+    assert abs(w) * 2**-9 < half <= abs(w) * 2**-8
