@@ -200,7 +200,8 @@ expected2 = estimate_serving("llama-3-8b", chip="H100 SXM", batch=1, context=16)
 expected3 = estimate_serving("llama-3-8b", chip="H100 SXM", batch=64, context=4096).decode_bound
 expected4 = expected_tokens_per_round(0.8, 4)
 display(check(answer1, expected1, rel_tol=0.01, unit="bytes", hint="2 (K and V) x layers x KV heads x head dim x 2 bytes."),
-        check(answer2, expected2, rel_tol=0.05, unit="ms", hint="8.03e9 parameters x 2 bytes / 3.35e12 bytes/s."),
+        check(answer2, expected2, rel_tol=0.05, unit="ms",
+              hint="(8.03e9 parameters less the 128,256 x 4,096 input-embedding table, gathered, not streamed) x 2 bytes / 3.35e12 bytes/s."),
         check(answer3, expected3, choices=("memory", "compute"),
               hint="compare the FLOPs of 64 tokens with the bytes of the weights plus 64 KV caches of 4096 tokens."),
         check(answer4, expected4, rel_tol=0.01, unit="tokens", hint="1 + 0.8 + 0.8^2 + ... : one term per accepted guess, plus the target's own token."))
