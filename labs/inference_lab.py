@@ -84,12 +84,16 @@ for p in points:
           f"[{lo * 1e3:.2f}, {hi * 1e3:.2f}]  predicted {p.predicted_s * 1e3:7.2f} ms  ratio {p.ratio:.2f}")
 if my_prediction_ms is not None:
     print(f"your prediction {my_prediction_ms} ms vs measured {points[-1].seconds * 1e3:.2f} ms")
+print("verdict:", "time follows the bytes (largest model within 3x of bytes / bandwidth)" if points[-1].ratio <= 3
+      else f"ratio {points[-1].ratio:.1f}: something other than the bytes set the time on this run (other programs "
+           "on the cores?); re-run on a quiet machine before drawing a conclusion")
 fig = iplots.plot_decode_vs_bytes(points, bandwidth=bandwidth, llc_bytes=llc)
 plt.show()
 assert all(p.seconds > 0 for p in points) and points[-1].weight_bytes > (llc or 0)
 
 # %% [markdown]
-# Past the cache, time grows in proportion to the bytes: that is the bandwidth bound. A ratio above 1 is the
+# When the verdict line says so, time past the cache grows in proportion to the bytes: that is the bandwidth bound
+# (when it does not, the run was disturbed and tests nothing; run the cell again). A ratio above 1 is the
 # fraction of the copy bandwidth a matrix-vector product does not reach (plus Python's fixed cost per layer, which
 # dominates the smallest model); the model that fits in the LLC can even beat the DRAM prediction, because its
 # weights never leave the cache between tokens. On a GPU the same experiment, with HBM instead of DRAM, is what the
