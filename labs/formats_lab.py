@@ -112,8 +112,8 @@ assert abs(uf["fp16_scaled"].final_loss - uf["fp32"].final_loss) < 0.25 * (start
 # ## Lost updates in bf16
 #
 # **Predict.** With Adam at lr = 3e-5, each update is about 3e-5 in size. bf16 keeps 8 significant bits: half an
-# ulp of a weight w is about |w| · 2^-9. Which weights can still move? (A LayerNorm gain of 1.0 has half an ulp of
-# 2^-8 = 0.0039.)
+# ulp of a weight w is 2^(⌊log2 |w|⌋ - 8), between |w| · 2^-9 and |w| · 2^-8. Which weights can still move? (A
+# LayerNorm gain of 1.0 has half an ulp of 2^-8 = 0.0039.)
 
 # %%
 LU = dict(lr=3e-5, steps=150)

@@ -75,3 +75,29 @@ def test_glossary_1f1b_stage_k_holds_p_minus_k():
 
     for p in (2, 4, 8):
         assert [schedules.peak_in_flight("1f1b", p, 2 * p, k) for k in range(p)] == [p - k for k in range(p)]
+
+
+@given(p=st.integers(1, 8), extra=st.integers(0, 16), fwd=st.floats(0.5, 2.0), share=st.floats(0.1, 0.5))
+def test_zb_h1_bubble_is_p_minus_1_times_f_plus_b_minus_w(p, extra, fwd, share):
+    # Qi et al. 2023 (arXiv:2401.10241), ZB-H1: bubble (p-1)(T_F + T_B - T_W) against 1F1B's (p-1)(T_F + T_B + T_W)
+    # for m >= p micro-batches, equal stages and a weight-gradient pass no longer than the forward
+    m = p + extra
+    bwd = 2.0 * fwd
+    b, w = bwd * (1 - share), bwd * share
+    if w > fwd:
+        return
+    run = simulate("zb-h1", p, m, forward_s=fwd, backward_s=bwd, weight_grad_share=share)
+    assert run.step_s == pytest.approx(m * (fwd + bwd) + (p - 1) * (fwd + b - w))
+    assert simulate("1f1b", p, m, forward_s=fwd, backward_s=bwd).step_s == pytest.approx(
+        m * (fwd + bwd) + (p - 1) * (fwd + bwd))
+    assert max(run.peak_in_flight) == max(simulate("1f1b", p, m).peak_in_flight)  # 1F1B's peak memory
+    for stage in range(p):  # every pass of every micro-batch, once
+        order = schedule_order("zb-h1", p, m, stage)
+        assert sorted(order) == sorted((k, i, 0) for k in "FBW" for i in range(m))
+
+
+def test_zb_h1_with_equal_passes_has_a_third_of_the_1f1b_bubble_time():
+    p, m = 8, 16
+    zb, one = simulate("zb-h1", p, m), simulate("1f1b", p, m)  # F = 1, B = W = 1 (backward 2, split in half)
+    ideal = m * 3.0
+    assert (zb.step_s - ideal) == pytest.approx((one.step_s - ideal) / 3)

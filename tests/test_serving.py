@@ -8,7 +8,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aihw.cli import main
-from aihw.serving.estimator import ServingConfig, estimate, estimate_serving, kv_bytes_per_token
+from aihw.serving.estimator import (
+    ServingConfig,
+    estimate,
+    estimate_serving,
+    kv_bytes_per_token,
+    streamed_weights_bytes,
+)
 from aihw.transformer.shapes import ModelShape, get_preset
 
 OPT_13B = ModelShape("opt-13b", 5120, 40, 40, vocab=50272, max_seq=2048)  # facebook/opt-13b config.json
@@ -99,7 +105,7 @@ def test_properties(batch, context, tp, precision, model):
     more = estimate_serving(model, chip="H100 SXM", precision=precision, batch=batch + 1, context=context, tp=tp)
     assert more.per_device_bytes >= e.per_device_bytes  # more batch never lowers memory
     bw = 3.35e12
-    read = (e.weights_bytes + e.kv_cache_bytes) / tp
+    read = (streamed_weights_bytes(m, precision, batch) + e.kv_cache_bytes) / tp
     assert e.decode_seconds_per_token >= read / bw * (1 - 1e-12)  # never below bytes / bandwidth
     assert e.decode_seconds_per_token >= e.decode_compute_seconds
     assert more.tokens_per_second >= e.tokens_per_second * (1 - 1e-9) or more.decode_bound == "compute"
@@ -170,3 +176,16 @@ def test_cli_inconsistent_model_file(capsys, tmp_path):
     f.write_text("hidden = 64\nlayers = 2\n")
     code, _, err = run(capsys, "serve", "--model", str(f))
     assert code == 2 and "missing field" in err
+
+
+def test_decode_gathers_embedding_rows_and_streams_the_rest():
+    # inference.md: the input-embedding table is gathered row by row, not streamed, so an untied model's decode
+    # step reads every weight but that table (plus one row per sequence); a tied table is the head and is streamed.
+    l3 = get_preset("llama-3-8b")
+    assert streamed_weights_bytes(l3, "bf16", 4) == 2 * (l3.param_count() - l3.vocab * l3.hidden + 4 * l3.hidden)
+    g2 = get_preset("gpt2-small")  # tied, learned positions: only the position table is gathered
+    assert streamed_weights_bytes(g2, "bf16", 1) == 2 * (g2.param_count() - g2.max_seq * g2.hidden + g2.hidden)
+    # so the knee of the weight matmuls is the chip's ridge point for every model, embedding table or not
+    for name in ("llama-2-7b", "llama-3-8b", "gpt2-small"):
+        assert estimate_serving(name, chip="H100 SXM", context=128).knee_batch_weights == pytest.approx(295, rel=0.01)
+        assert estimate_serving(name, chip="TPU v5e", context=128).knee_batch_weights == pytest.approx(240, rel=0.01)

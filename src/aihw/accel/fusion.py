@@ -9,13 +9,14 @@ size; the measurement is :func:`aihw.runtime.timing.time_op`'s median with its s
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Literal
 
 import torch
 
 from aihw._validate import require_positive
-from aihw.runtime.timing import time_op
+from aihw.runtime.timing import time_op, time_ops
 
 UNFUSED_PASSES = 11  # tensor-sized reads + writes of the eager chain
 FUSED_PASSES = 2     # read x, write y
@@ -94,13 +95,13 @@ def fusion_experiment(cfg: FusionConfig = FusionConfig()) -> dict:
             variants["Triton by hand (fused)"] = (triton_kernels.fused_chain, FUSED_PASSES)
     rows = []
     reference = chain(x)
-    for name, (fn, passes) in variants.items():
-        out = fn(x)
-        torch.testing.assert_close(out, reference)
-        def run(fn=fn) -> torch.Tensor:
-            return fn(x)
-
-        t = time_op(run, device=cfg.device, repeats=cfg.repeats)
+    for fn, _ in variants.values():
+        torch.testing.assert_close(fn(x), reference)
+    # interleaved, round after round, so that a slow spell of a shared machine hits every variant alike
+    timings = time_ops({name: functools.partial(fn, x) for name, (fn, _) in variants.items()}, device=cfg.device,
+                       repeats=cfg.repeats)
+    for name, (_, passes) in variants.items():
+        t = timings[name]
         predicted = passes * 4 * n / bandwidth
         rows.append({"variant": name, "bytes": passes * 4 * n, "predicted_s": predicted, "measured_s": t.median,
                      "low": t.spread[0], "high": t.spread[1], "ratio": t.median / predicted})

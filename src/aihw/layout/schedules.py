@@ -10,6 +10,12 @@ has arrived (the forward of the previous stage, the backward of the next one, pl
   ``p - 1 - stage`` forwards, then alternate. Same bubble, but at most ``p - stage`` micro-batches in flight.
 * ``"interleaved"`` (Narayanan et al. 2021): each device holds ``v`` chunks (virtual stages) of
   ``layers / (p v)`` layers; needs ``m`` to be a multiple of ``p``.
+* ``"zb-h1"`` (Qi et al. 2023, arXiv:2401.10241): the backward pass split in two, ``B`` (the gradient of the
+  input, which the previous stage waits for) and ``W`` (the gradient of the weights, which nobody waits for).
+  The order is 1F1B's, except that stage ``s`` keeps up to ``s`` weight-gradient passes pending and runs them in
+  what would have been its idle time at the end of the step. Every stage holds at most ``p`` micro-batches, as
+  1F1B's first stage does; the bubble falls to ``(p - 1)(F + B - W)`` from 1F1B's ``(p - 1)(F + B + W)``
+  (a third of it when the three passes take equal time). It is not in the widget's :data:`SCHEDULES`.
 
 **Convention.** The *bubble fraction* here is the share of the step a device spends not computing:
 ``1 - busy / (p * step)``. With equal stages and free communication it is ``(p - 1) / (m + p - 1)`` for GPipe
@@ -28,13 +34,15 @@ from aihw._validate import require_choice, require_in_range, require_positive
 
 Schedule = Literal["gpipe", "1f1b", "interleaved"]
 SCHEDULES: tuple[str, ...] = get_args(Schedule)
+ZERO_BUBBLE: tuple[str, ...] = ("zb-h1",)  # schedules with the backward split into B and W
 BubbleConvention = Literal["of_step", "of_ideal"]
 CONVENTIONS: tuple[str, ...] = get_args(BubbleConvention)
 
 
 @dataclass(frozen=True)
 class TimelineEvent:
-    """One interval on one device: ``kind`` is forward, backward, send, recv or idle; times in seconds."""
+    """One interval on one device: ``kind`` is forward, backward, weight_grad (a ``W`` pass), send, recv or idle;
+    times in seconds."""
 
     stage: int  # device (rank) index
     kind: str
@@ -84,12 +92,14 @@ def interleaved_in_flight_factor(p: int, v: int) -> float:
 
 
 def schedule_order(schedule: str, p: int, m: int, stage: int, *, v: int = 1) -> list[tuple[str, int, int]]:
-    """The operations device ``stage`` runs, in order: (``"F"`` or ``"B"``, micro-batch, chunk)."""
-    require_choice("schedule", schedule, SCHEDULES)
+    """The operations device ``stage`` runs, in order: (``"F"``, ``"B"`` or, for zb-h1, ``"W"``, micro-batch, chunk)."""
+    require_choice("schedule", schedule, SCHEDULES + ZERO_BUBBLE)
     _check_pm(p, m, v)
     require_in_range("stage", stage, 0, p - 1)
     if schedule != "interleaved" and v != 1:
         raise ValueError(f"v={v} virtual stages need schedule 'interleaved'; {schedule!r} uses v=1")
+    if schedule == "zb-h1":
+        return _zb_h1_order(p, m, stage)
     if schedule == "gpipe":
         return [("F", i, 0) for i in range(m)] + [("B", i, 0) for i in range(m)]
     if schedule == "1f1b":
@@ -110,6 +120,21 @@ def schedule_order(schedule: str, p: int, m: int, stage: int, *, v: int = 1) -> 
     return order + backwards[len(forwards) - warmup:]
 
 
+def _zb_h1_order(p: int, m: int, stage: int) -> list[tuple[str, int, int]]:
+    """1F1B's order of F and B; each B's W follows once more than ``stage`` of them are pending; the rest at the end."""
+    warmup = min(p - 1 - stage, m)
+    order = [("F", i, 0) for i in range(warmup)]
+    pending: list[int] = []
+    for b in range(m):
+        if warmup + b < m:
+            order.append(("F", warmup + b, 0))
+        order.append(("B", b, 0))
+        pending.append(b)
+        if len(pending) > stage:
+            order.append(("W", pending.pop(0), 0))
+    return order + [("W", b, 0) for b in pending]
+
+
 @dataclass(frozen=True)
 class SimulatedRun:
     """A simulated step: events per device, its length and its bubble (this module's convention)."""
@@ -127,7 +152,7 @@ class SimulatedRun:
         """Seconds each device computes."""
         busy = [0.0] * self.p
         for e in self.events:
-            if e.kind in ("forward", "backward"):
+            if e.kind in ("forward", "backward", "weight_grad"):
                 busy[e.stage] += e.duration
         return busy
 
@@ -149,16 +174,24 @@ def _per_stage(name: str, value: float | Sequence[float], p: int) -> list[float]
 
 
 def simulate(schedule: str, p: int, m: int, *, v: int = 1, forward_s: float | Sequence[float] = 1.0,
-             backward_s: float | Sequence[float] = 2.0, comm_s: float = 0.0) -> SimulatedRun:
+             backward_s: float | Sequence[float] = 2.0, comm_s: float = 0.0,
+             weight_grad_share: float = 0.5) -> SimulatedRun:
     """Time one step of ``schedule`` on ``p`` devices with ``m`` micro-batches (``v`` chunks per device).
 
     ``forward_s``/``backward_s``: seconds one micro-batch takes through a whole device (one value or one per
     device); a chunk takes 1/v of it. ``comm_s``: seconds to move one activation or gradient between devices.
+    ``weight_grad_share``: for zb-h1, the share of ``backward_s`` that is the weight-gradient pass ``W`` (the
+    two matmuls of a linear layer's backward cost the same, so 0.5 by default); the rest is ``B``.
     """
     _check_pm(p, m, v)
     fwd = [t / v for t in _per_stage("forward_s", forward_s, p)]
     bwd = [t / v for t in _per_stage("backward_s", backward_s, p)]
     require_in_range("comm_s", comm_s, 0, float("inf"), high_inclusive=False)
+    require_in_range("weight_grad_share", weight_grad_share, 0, 1)
+    split = schedule in ZERO_BUBBLE
+    duration = {"F": fwd, "B": [t * (1 - weight_grad_share) for t in bwd] if split else bwd,
+                "W": [t * weight_grad_share for t in bwd]}
+    kinds = {"F": "forward", "B": "backward", "W": "weight_grad"}
     queues = [schedule_order(schedule, p, m, s, v=v) for s in range(p)]
     last = p * v - 1  # last virtual stage; virtual stage of (device s, chunk c) is c * p + s
     done: dict[tuple[str, int, int], float] = {}
@@ -172,16 +205,19 @@ def simulate(schedule: str, p: int, m: int, *, v: int = 1, forward_s: float | Se
                 vs = chunk * p + s
                 if kind == "F":
                     dep = ("F", mb, vs - 1) if vs > 0 else None
+                elif kind == "W":
+                    dep = ("B", mb, vs)  # same device, earlier in its order
                 else:
                     dep = ("B", mb, vs + 1) if vs < last else ("F", mb, vs)
                 if dep is not None and dep not in done:
                     break
                 ready = 0.0 if dep is None else done[dep] + (comm_s if dep[0] == kind else 0.0)
                 start = max(free[s], ready)
-                end = start + (fwd[s] if kind == "F" else bwd[s])
+                end = start + duration[kind][s]
                 done[(kind, mb, vs)] = free[s] = end
-                events.append(TimelineEvent(s, "forward" if kind == "F" else "backward", mb, start, end, chunk))
-                in_flight[s] += 1 if kind == "F" else -1
+                events.append(TimelineEvent(s, kinds[kind], mb, start, end, chunk))
+                # a micro-batch's activations are freed by its last backward pass: W when split, B otherwise
+                in_flight[s] += 1 if kind == "F" else -1 if kind == ("W" if split else "B") else 0
                 peak[s] = max(peak[s], in_flight[s])
                 heads[s] += 1
                 progressed = True

@@ -12,10 +12,10 @@ from matplotlib.patches import Patch
 from aihw.layout.schedules import SimulatedRun, TimelineEvent, bubble_fraction, idle_events
 from aihw.plots.style import COLUMN_WIDTH_IN, legend_outside, styled, tidy
 
-COLOURS = {"forward": "#4c78a8", "backward": "#f58518", "send": "#54a24b", "recv": "#b279a2",
-           "idle": "#e8e8e8"}
-LABELS = {"forward": "forward", "backward": "backward", "send": "send (post)", "recv": "receive (transfer)",
-          "idle": "idle (bubble, waiting)"}
+COLOURS = {"forward": "#4c78a8", "backward": "#f58518", "weight_grad": "#9d755d", "send": "#54a24b",
+           "recv": "#b279a2", "idle": "#e8e8e8"}
+LABELS = {"forward": "forward", "backward": "backward", "weight_grad": "backward, weight gradients (W)",
+          "send": "send (post)", "recv": "receive (transfer)", "idle": "idle (bubble, waiting)"}
 
 
 @styled

@@ -14,11 +14,12 @@ from aihw.serving.estimator import (
     estimate_serving,
     knee_batch,
     kv_bytes_per_token,
+    streamed_weights_bytes,
     weights_bytes,
 )
 
 __all__ = [
     "Precision", "PRECISIONS", "COMPUTE_PRECISION", "ALL_REDUCE_ALPHA_S", "ALL_REDUCE_STEPS",
-    "ACTIVATION_BYTES", "ServingConfig", "ServingEstimate", "weights_bytes", "kv_bytes_per_token",
+    "ACTIVATION_BYTES", "ServingConfig", "ServingEstimate", "weights_bytes", "streamed_weights_bytes", "kv_bytes_per_token",
     "knee_batch", "estimate", "estimate_serving", "batch_sweep"
 ]

@@ -12,7 +12,8 @@ For a model (preset or model file) on ``tp`` chips of one kind, at a weight prec
   ``batch x prompt x FLOP/token`` (the course's FLOP model, :mod:`aihw.transformer.flops`, causal attention) at the chip's
   dense peak, or the weights once over the memory bandwidth if that is slower (a roofline with two roofs).
 * **decode** (time per output token): one step produces one token for each of the ``batch`` sequences. It reads
-  every weight once and the whole KV cache once (bytes / bandwidth) and does ``batch x FLOP/token`` (FLOP / peak);
+  every weight once (of an embedding table only the ``batch`` rows it gathers: :func:`streamed_weights_bytes`)
+  and the whole KV cache once (bytes / bandwidth) and does ``batch x FLOP/token`` (FLOP / peak);
   the step takes the larger of the two, plus two all-reduces per layer when ``tp`` > 1 (ring, alpha-beta).
   At small batch the bytes win (bandwidth-bound); the **knee** is the batch past which the FLOPs win.
 * **throughput** = batch / time per output token; **cost** per million output tokens = price of ``tp`` chips per
@@ -175,6 +176,23 @@ def weights_bytes(model: ModelShape, precision: str) -> float:
     return model.param_count() * PRECISION_BYTES[precision]
 
 
+def streamed_weights_bytes(model: ModelShape, precision: str, batch: int) -> float:
+    """Weight bytes one decode step of ``batch`` sequences reads: every weight, except the embedding tables.
+
+    A token's input embedding is a row gathered from the table, not a matmul over it, so a step reads ``batch``
+    rows of an untied token table (and of a learned position table), not the whole table. A tied table is
+    also the output head, which every step streams in full.
+    """
+    require_instance("model", model, ModelShape)
+    require_choice("precision", precision, PRECISION_BYTES)
+    gathered = model.max_seq * model.hidden if model.learned_positions else 0
+    rows = 1 if model.learned_positions else 0
+    if not model.tied_embeddings:
+        gathered += model.vocab * model.hidden
+        rows += 1
+    return (model.param_count() - gathered + batch * rows * model.hidden) * PRECISION_BYTES[precision]
+
+
 def kv_bytes_per_token(model: ModelShape, bytes_per_value: float, *, tp: int = 1) -> float:
     """2 (K and V) x layers x kv_heads x head_dim x bytes: the KV cache one token adds to one sequence, on one of
     ``tp`` chips (KV heads split, or replicated once tp exceeds them: :func:`aihw.memory.kv_cache_bytes`)."""
@@ -190,7 +208,7 @@ def _decode_parts(cfg: ServingConfig, batch: int) -> tuple[float, float, float]:
     m, tp = cfg.shape, cfg.tp
     bandwidth, peak = _roofs(cfg)
     kv = kv_bytes_per_token(m, cfg.kv_bytes_per_value, tp=tp) * cfg.cached_tokens * batch  # on one chip
-    memory = (weights_bytes(m, cfg.precision) / tp + kv) / bandwidth
+    memory = (streamed_weights_bytes(m, cfg.precision, batch) / tp + kv) / bandwidth
     # a new token attends to every cached key: the non-causal count at s = cached tokens is exactly that
     flops = batch * forward_flops_per_token(m, cfg.cached_tokens).forward
     compute = flops / tp / peak

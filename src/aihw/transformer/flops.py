@@ -121,7 +121,8 @@ def layer_intensities(model: ModelShape, *, batch: int, new_tokens: int, context
     A training or prefill step: ``new_tokens`` = ``context`` = the sequence length; one decode step:
     ``new_tokens`` = 1 and ``context`` = the tokens already in the KV cache. Weight matmuls read the weights
     once for all batch x new_tokens tokens, so their intensity grows with that product; the attention
-    matmuls read each sequence's own keys and values, so a decode step's attention stays near 1 FLOP/byte
+    matmuls read each sequence's own keys and values, so a decode step's attention stays near
+    ``heads / kv_heads`` FLOP/byte (1 without GQA, about 3.9 for Llama-3-8B's 4 query heads per KV head)
     whatever the batch. Elementwise operations (norms, activations) do a few FLOP per value and are always
     memory-bound. Minimum traffic: every operand read once and the result written once.
     """

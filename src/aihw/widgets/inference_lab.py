@@ -166,7 +166,7 @@ def serving_calculator(model: str = "llama-3-8b", chip: str = "NVIDIA H100 SXM")
 
 def solution(n: int) -> str:
     """The worked solution of the lab's exercise ``n`` (1-4), computed by the course's models."""
-    from aihw.serving.estimator import estimate_serving, kv_bytes_per_token
+    from aihw.serving.estimator import estimate_serving, kv_bytes_per_token, streamed_weights_bytes
     from aihw.transformer.shapes import get_preset
 
     if n == 1:
@@ -174,8 +174,12 @@ def solution(n: int) -> str:
                 " bytes per token (320 KiB): GQA with 8 KV heads cuts the MHA figure 8-fold.")
     if n == 2:
         e = estimate_serving("llama-3-8b", chip="H100 SXM", batch=1, context=16)
-        return (f"{e.params:,} parameters x 2 bytes = {e.weights_bytes / 1e9:.2f} GB per token; / 3.35 TB/s = "
-                f"{e.decode_seconds_per_token * 1e3:.2f} ms, at most {e.tokens_per_second:.0f} tokens/s at batch 1.")
+        m = get_preset("llama-3-8b")
+        streamed = streamed_weights_bytes(m, "bf16", 1)
+        return (f"{e.params:,} parameters x 2 bytes = {e.weights_bytes / 1e9:.2f} GB, less the input-embedding table "
+                f"({m.vocab:,} x {m.hidden:,}), of which a token reads one gathered row: {streamed / 1e9:.2f} GB per "
+                f"token; / 3.35 TB/s = {e.decode_seconds_per_token * 1e3:.2f} ms, at most "
+                f"{e.tokens_per_second:.0f} tokens/s at batch 1.")
     if n == 3:
         e = estimate_serving("llama-3-8b", chip="H100 SXM", batch=64, context=4096)
         return (f"{e.decode_bound}: the step reads {e.weights_bytes / 1e9:.1f} GB of weights and "
