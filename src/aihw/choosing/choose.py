@@ -196,6 +196,7 @@ def _size(obj: TrainingObjective, chip: Chip) -> tuple[int, Layout | None, str, 
         floor = training_flops(obj.shape.param_count(), obj.train_tokens) / (deadline * chip.peak_flops(obj.precision))
         n = _pow2_at_least(floor)
     n = min(n, MAX_CHIPS)
+    missed = n // 2  # the most chips known not to do (below the floor: none do)
     while True:
         try:
             best, need = _plan_best(obj, chip, n)
@@ -205,10 +206,16 @@ def _size(obj: TrainingObjective, chip: Chip) -> tuple[int, Layout | None, str, 
             return n, None, f"no layout of {n:,} chips: {exc}", None
         seconds = None if best is None else obj.train_tokens / best.tokens_per_second
         if seconds is not None and (deadline is None or seconds <= deadline):
+            while n // 2 > missed:  # after a jump: fewer chips may do (freed memory can speed a step up)
+                fewer, _ = _plan_best(obj, chip, n // 2)
+                if fewer is None or (deadline is not None and obj.train_tokens / fewer.tokens_per_second > deadline):
+                    break
+                n, best = n // 2, fewer
             return n, best, ("the fewest chips (a power of two) that meet the deadline" if deadline is not None
                              else "the fewest chips (a power of two) the model fits on, usually the cheapest run"), None
         if n >= MAX_CHIPS:
             return n, best, f"the largest cluster sized ({MAX_CHIPS:,} chips)", need
+        missed = n
         grow = 2 * n if seconds is None or deadline is None else max(2 * n, _pow2_at_least(n * seconds / deadline))
         n = min(grow, MAX_CHIPS)
 
