@@ -71,12 +71,21 @@ def test_serving_figures_are_the_serving_models(serve_70b):
         assert o.chips == d["replicas"] * d["tp"]
 
 
-def test_the_deadline_sets_the_fewest_chips(seven_b):
-    for o in seven_b.feasible:
+def test_the_deadline_sets_the_fewest_chips():
+    fastest = TrainingObjective(model="llama-2-7b", deadline_days=30, criterion="time")
+    for o in choose(fastest).feasible:
         assert o.figure("time") <= 30 * 86400
         if o.chips > 1:  # half as many chips: too slow, or too small
-            half = plan(plan_config(SEVEN_B, get_chip(o.chip), o.chips // 2)).best
-            assert half is None or SEVEN_B.train_tokens / half.tokens_per_second > 30 * 86400
+            half = plan(plan_config(fastest, get_chip(o.chip), o.chips // 2)).best
+            assert half is None or fastest.train_tokens / half.tokens_per_second > 30 * 86400
+
+
+def test_by_cost_more_chips_only_when_fewer_chip_hours(seven_b):
+    fastest = choose(TrainingObjective(model="llama-2-7b", deadline_days=30, criterion="time"))
+    for o in seven_b.feasible:
+        fewest = fastest.option(o.chip)
+        assert o.chips >= fewest.chips and o.figure("time") <= 30 * 86400
+        assert o.details["chip_hours"] <= fewest.details["chip_hours"] * (1 + 1e-12)
 
 
 def test_sorted_by_the_criterion_then_the_chips_that_cannot(seven_b):
@@ -243,8 +252,11 @@ def test_choose_refuses_what_is_not_an_objective():
 @settings(max_examples=8, deadline=None)
 @given(days=st.floats(2, 400), chip=st.sampled_from(["H100 SXM", "TPU v5p"]))
 def test_a_later_deadline_never_needs_more_chips(days, chip):
-    sooner = choose(TrainingObjective(model="llama-2-7b", deadline_days=days, chip_names=(chip,))).options[0]
-    later = choose(TrainingObjective(model="llama-2-7b", deadline_days=days * 2, chip_names=(chip,))).options[0]
+    def one(deadline):
+        return choose(TrainingObjective(model="llama-2-7b", deadline_days=deadline, chip_names=(chip,),
+                                        criterion="time")).options[0]
+
+    sooner, later = one(days), one(2 * days)
     assert sooner.feasible and later.feasible
     assert later.chips <= sooner.chips and later.figure("time") <= 2 * days * 86400
 

@@ -185,6 +185,22 @@ def _pow2_at_least(x: float) -> int:
     return 1 << max(0, math.ceil(math.log2(max(1.0, x))))
 
 
+CHIP_HOURS_DOUBLINGS = 2  # how many doublings past the fewest chips are tried for fewer chip-hours
+
+
+def _fewer_chip_hours(obj: TrainingObjective, chip: Chip, n: int, best: Layout, rule: str
+                      ) -> tuple[int, Layout, str]:
+    """Double the chips while that takes fewer chip-hours (so costs less and draws less energy at full power)."""
+    for _ in range(CHIP_HOURS_DOUBLINGS):
+        if 2 * n > MAX_CHIPS:
+            break
+        more, _ = _plan_best(obj, chip, 2 * n)
+        if more is None or 2 * n / more.tokens_per_second >= n / best.tokens_per_second:
+            break
+        n, best, rule = 2 * n, more, "the fewest chip-hours within two doublings of " + rule.removeprefix("the ")
+    return n, best, rule
+
+
 def _size(obj: TrainingObjective, chip: Chip) -> tuple[int, Layout | None, str, float | None]:
     """(chips, best layout or None, why, bytes per chip the smallest layout needs when none fits)."""
     if obj.chips is not None:
@@ -205,14 +221,17 @@ def _size(obj: TrainingObjective, chip: Chip) -> tuple[int, Layout | None, str, 
                 raise  # the planner cannot cost this chip at all (_train_option says why)
             return n, None, f"no layout of {n:,} chips: {exc}", None
         seconds = None if best is None else obj.train_tokens / best.tokens_per_second
-        if seconds is not None and (deadline is None or seconds <= deadline):
+        if best is not None and seconds is not None and (deadline is None or seconds <= deadline):
             while n // 2 > missed:  # after a jump: fewer chips may do (freed memory can speed a step up)
                 fewer, _ = _plan_best(obj, chip, n // 2)
                 if fewer is None or (deadline is not None and obj.train_tokens / fewer.tokens_per_second > deadline):
                     break
                 n, best = n // 2, fewer
-            return n, best, ("the fewest chips (a power of two) that meet the deadline" if deadline is not None
-                             else "the fewest chips (a power of two) the model fits on, usually the cheapest run"), None
+            rule = ("the fewest chips (a power of two) that meet the deadline" if deadline is not None
+                    else "the fewest chips (a power of two) the model fits on")
+            if obj.criterion != "time":  # cost and energy: more chips can take fewer chip-hours (less recomputation)
+                n, best, rule = _fewer_chip_hours(obj, chip, n, best, rule)
+            return n, best, rule, None
         if n >= MAX_CHIPS:
             return n, best, f"the largest cluster sized ({MAX_CHIPS:,} chips)", need
         missed = n
@@ -286,11 +305,14 @@ def _training_assumptions(obj: TrainingObjective) -> tuple[str, ...]:
         f"Clusters of a power of two chips: nodes of {GPU_NODE} GPUs over InfiniBand NDR; a TPU slice up to its "
         "largest size, then slices over the data-center network. Layout, memory and step time from the planner "
         f"(aihw.planning), tensor parallelism up to {MAX_TP}.",
+        "Chips per chip type: the fewest (a power of two) that meet the deadline, or that the model fits on "
+        "with a budget alone; sorted by cost or energy, up to two doublings more when they take fewer chip-hours.",
         "Time and cost from aihw.scaling.training_run with the planner's model FLOPs and MFU; prices are the "
         "catalogue's dated snapshots, their kind stated (GPU prices are AWS capacity blocks, TPU prices Google "
         "Cloud on-demand: not the same kind of price).",
-        "Energy: an estimate, chips x power (catalogue maximum) x time x MFU; the high end at full power. "
-        "Cooling, hosts and networks are not counted.",
+        "Energy: an estimate, chips x power (catalogue maximum) x time x MFU, which is power / peak x the model "
+        "FLOPs, the same for every layout of one chip; the high end at full power for the whole run depends on the "
+        "layout. Cooling, hosts and networks are not counted.",
         "Bands: the planner's out-of-sample errors on published runs on the same chip (aihw.choosing.bands); "
         "chips without such a run have none.",
     )

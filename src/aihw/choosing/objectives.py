@@ -104,8 +104,9 @@ class TrainingObjective:
     :func:`shape_for_params`), unless ``flops`` alone is given: then both the size and the tokens are the
     compute-optimal split of that budget (``method``). Tokens: ``tokens``, or ``flops`` / (6 N), or, with
     neither, the compute-optimal tokens for the model's size. The run is sized by ``chips`` (a fixed count, e.g.
-    8 for one node), else by ``deadline_days`` (the fewest chips that meet it), else by ``budget_usd`` alone
-    (the fewest chips the model fits on, usually the cheapest run).
+    8 for one node), else by ``deadline_days`` (the fewest chips, a power of two, that meet it), else by
+    ``budget_usd`` alone (the fewest chips the model fits on). Sorted by cost or energy, up to two doublings more
+    are tried and kept when they take fewer chip-hours (a larger cluster can need less recomputation).
     """
 
     model: ModelShape | str | None = None
