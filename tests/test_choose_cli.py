@@ -5,7 +5,7 @@ import json
 import pytest
 
 from aihw.choosing import ServingObjective, TrainingObjective, choose
-from aihw.cli import command_names, main
+from aihw.cli import command_names, live, main
 
 
 def run(capsys, *argv):
@@ -78,3 +78,18 @@ def test_bad_objectives_one_line_exit_2(capsys, argv, message):
     assert code == 2 and not out
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("aihw: error:") and message in lines[0]
+
+
+@pytest.mark.parametrize("argv", [
+    ["--model", "llama-2-7b", "--deadline-days", "30", "--chip", "H100 SXM,H200,TPU v5e,TPU v5p,TPU v6e"],
+    ["--objective", "serve", "--model", "llama-2-70b", "--rate", "10", "--ttft-ms", "1000", "--tpot-ms", "50"],
+])
+def test_live_calculator_is_the_cli_json(capsys, argv):
+    got = live.run("choose", argv)
+    assert got["ok"], got
+    code, out, _ = run(capsys, *argv, "--json")
+    assert code == 0 and got["result"] == json.loads(out)
+    best = got["result"]["best"]
+    assert best["chip"] == got["result"]["options"][0]["chip"] and got["result"]["ranking"]
+    assert live.run("choose", ["--objective", "serve", "--rate", "1", "--deadline-days", "3"])["error"].startswith(
+        "aihw: error: --deadline-days")

@@ -91,6 +91,15 @@ class Option:
                 "figures": {k: v.to_dict() for k, v in self.figures.items()}, "details": self.details}
 
 
+# figure -> (reading unit, seconds/USD/joules per that unit, key of the summary) for summaries
+DISPLAY: dict[str, dict[str, tuple[str, float, str]]] = {
+    "training": {"time": ("days", 86400.0, "time_days"), "cost": ("USD", 1.0, "cost_usd"),
+                 "energy": ("MWh", 3.6e9, "energy_mwh")},
+    "serving": {"ttft": ("ms", 1e-3, "ttft_ms"), "tpot": ("ms", 1e-3, "tpot_ms"),
+                "cost": ("USD/h", 1.0, "cost_usd_per_hour"),
+                "cost_per_million": ("USD per M tokens", 1.0, "cost_usd_per_million_tokens"),
+                "energy": ("kWh per M tokens", 3.6e6, "energy_kwh_per_million_tokens")},
+}
 # which figure each criterion sorts by
 SORT_FIGURE = {"training": {"time": "time", "cost": "cost", "energy": "energy"},
                "serving": {"time": "tpot", "cost": "cost", "energy": "energy"}}
@@ -125,9 +134,26 @@ class Choice:
                 return o
         raise ValueError(f"{name} was not among the chips considered")
 
+    def summary(self) -> dict:
+        """The first option's figures in reading units, and the sorted figure of every feasible chip (by short
+        name): what a live calculator shows."""
+        name = SORT_FIGURE[self.kind][self.objective.criterion]
+        unit, scale, _ = DISPLAY[self.kind][name]
+        best = self.best
+        head: dict[str, Any] = {"chip": None if best is None else best.chip,
+                                "chips": None if best is None else best.chips,
+                                "layout": None if best is None else best.layout}
+        for figure, (_, k, key) in DISPLAY[self.kind].items():
+            value = None if best is None else best.figure(figure)
+            head[key] = None if value is None else value / k
+        ranking = {o.chip.removeprefix(o.chip.split(" ")[0] + " "): (o.figure(name) or 0.0) / scale
+                   for o in self.feasible if o.figure(name) is not None}
+        return {"best": head, "ranking": ranking, "ranking_unit": unit}
+
     def to_dict(self) -> dict:
         return {"objective": self.objective.to_dict(), "sorted_by": SORT_FIGURE[self.kind][self.objective.criterion],
-                "options": [o.to_dict() for o in self.options], "assumptions": list(self.assumptions)}
+                **self.summary(), "options": [o.to_dict() for o in self.options],
+                "assumptions": list(self.assumptions)}
 
 
 def _sorted(options: list[Option], kind: str, criterion: str) -> tuple[Option, ...]:
