@@ -15,12 +15,12 @@ from aihw.choosing import (
     TrainingObjective,
     choose,
     cluster_for,
+    plan_config,
     shape_for_params,
     training_band,
     training_bands,
 )
 from aihw.choosing.bands import OUT_OF_SAMPLE
-from aihw.choosing.choose import plan_config
 from aihw.planning import plan, published
 from aihw.scaling import compute_optimal, training_flops
 from aihw.serving import ServingConfig, estimate

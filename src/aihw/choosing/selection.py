@@ -25,7 +25,7 @@ from aihw._validate import require_instance
 from aihw.catalogue.hardware import Chip
 from aihw.choosing.bands import SERVING_NO_BAND, no_training_band_reason, training_band
 from aihw.choosing.objectives import MAX_CHIPS, ServingObjective, TrainingObjective
-from aihw.planning import Cluster, Layout, PlanConfig, plan
+from aihw.planning import DEFAULT_GEMM_FRACTION, GEMM_FRACTION, Cluster, Layout, PlanConfig, plan
 from aihw.scaling import training_flops, training_run
 from aihw.serving import COMPUTE_PRECISION, ServingConfig, ServingEstimate, estimate
 
@@ -234,9 +234,11 @@ def _size(obj: TrainingObjective, chip: Chip) -> tuple[int, Layout | None, str, 
         return obj.chips, best, f"{obj.chips} chips, as the objective fixes", need
     deadline = obj.deadline_s
     n = 1
-    if deadline is not None:  # no layout beats the peak: fewer chips than this cannot meet the deadline
-        floor = training_flops(obj.shape.param_count(), obj.train_tokens) / (deadline * chip.peak_flops(obj.precision))
-        n = _pow2_at_least(floor)
+    if deadline is not None:  # the planner runs no matmul faster than its matmul fraction of peak: fewer chips
+        #   than this cannot meet the deadline
+        fraction = GEMM_FRACTION.get(chip.key, DEFAULT_GEMM_FRACTION)
+        rate = chip.peak_flops(obj.precision) * fraction
+        n = _pow2_at_least(training_flops(obj.shape.param_count(), obj.train_tokens) / (deadline * rate))
     n = min(n, MAX_CHIPS)
     missed = n // 2  # the most chips known not to do (below the floor: none do)
     while True:
@@ -255,7 +257,10 @@ def _size(obj: TrainingObjective, chip: Chip) -> tuple[int, Layout | None, str, 
                 n, best = n // 2, fewer
             rule = ("the fewest chips (a power of two) that meet the deadline" if deadline is not None
                     else "the fewest chips (a power of two) the model fits on")
-            if obj.criterion != "time":  # cost and energy: more chips can take fewer chip-hours (less recomputation)
+            # cost and energy (when the chip has a price or a power figure to rank by): more chips can take fewer
+            # chip-hours (less recomputation)
+            if (obj.criterion == "cost" and chip.price is not None) or (obj.criterion == "energy"
+                                                                         and chip.power is not None):
                 n, best, rule = _fewer_chip_hours(obj, chip, n, best, rule)
             return n, best, rule, None
         if n >= MAX_CHIPS:
