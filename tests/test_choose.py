@@ -282,3 +282,30 @@ def test_speed():
     for objective in (SEVEN_B, FINE_TUNE_70B, SERVE_70B):
         choose(objective)
     assert time.perf_counter() - start < 6  # ~1 s on one core; loose for a loaded 2-core machine
+
+
+# ---- hostile values (the fuzz suite's bad values, one argument at a time) ----------------------------------------
+
+def _train(**kw):
+    return choose(TrainingObjective(**kw)).to_dict()
+
+
+def _serve(**kw):
+    return choose(ServingObjective(**kw)).to_dict()
+
+
+@pytest.mark.parametrize("function, good", [
+    (_train, {"model": "llama-2-7b", "chips": 8, "tokens": 1e10, "chip_names": ("H100 SXM",), "seq": 4096,
+              "deadline_days": 30.0, "budget_usd": 1e6, "criterion": "cost", "method": "epoch-approach3",
+              "precision": "bf16", "optimizer": "adamw", "batch_tokens": 4 * 2**20}),
+    (_train, {"params": 1e9, "flops": 1e21, "deadline_days": 3.0, "chip_names": ("TPU v5e",)}),
+    (_serve, {"model": "llama-3-8b", "rate": 5.0, "prompt": 512, "output": 128, "ttft_s": 1.0, "tpot_s": 0.05,
+              "precision": "bf16", "kv_precision": "bf16", "chip_names": ("H100 SXM",), "criterion": "time"}),
+])
+def test_every_argument_with_every_bad_value(function, good):
+    import fuzz_support as F
+
+    assert F.check_api(function, good) is None
+    violations = [(name, repr(bad)[:30], kind) for name in good for bad in F.BAD_VALUES
+                  if (kind := F.check_api(function, {**good, name: bad}))]
+    assert not violations, violations

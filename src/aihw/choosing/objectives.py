@@ -136,9 +136,11 @@ class TrainingObjective:
         require_positive("batch_tokens", self.batch_tokens, integer=True)
         if self.batch_tokens < self.seq:
             raise ValueError(f"batch_tokens={self.batch_tokens} is less than one sequence of seq={self.seq} tokens")
-        for name in ("params", "tokens", "flops", "deadline_days", "budget_usd"):
+        for name in ("params", "tokens", "flops", "budget_usd"):
             if getattr(self, name) is not None:
                 require_positive(name, getattr(self, name))
+        if self.deadline_days is not None:  # from about a second to a century
+            require_in_range("deadline_days", self.deadline_days, 1e-5, 36525)
         if self.chips is not None:
             require_positive("chips", self.chips, integer=True)
             if self.chips > MAX_CHIPS:
@@ -213,9 +215,7 @@ class ServingObjective:
     candidates: tuple[Chip, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        require_positive("rate", self.rate)
-        if self.rate > 1e7:
-            raise ValueError(f"rate={self.rate:.3g} requests per second: at most 1e7 are sized")
+        require_in_range("rate", self.rate, 1e-6, 1e7)  # requests per second: one a fortnight to ten million
         for name in ("prompt", "output"):
             require_positive(name, getattr(self, name), integer=True)
         require_in_range("ttft_s", self.ttft_s, 0, 3600, low_inclusive=False)

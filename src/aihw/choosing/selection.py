@@ -208,7 +208,8 @@ def _plan_best(obj: TrainingObjective, chip: Chip, chips: int) -> tuple[Layout |
 
 
 def _pow2_at_least(x: float) -> int:
-    return 1 << max(0, math.ceil(math.log2(max(1.0, x))))
+    """The smallest power of two >= x, at most the first power of two >= MAX_CHIPS."""
+    return 1 << max(0, math.ceil(math.log2(min(max(1.0, x), float(MAX_CHIPS)))))
 
 
 CHIP_HOURS_DOUBLINGS = 2  # how many doublings past the fewest chips are tried for fewer chip-hours
@@ -405,7 +406,7 @@ def _serve_option(obj: ServingObjective, chip: Chip) -> Option:
     def fleet(c: tuple[int, int, ServingEstimate]) -> dict:
         tp, batch, est = c
         per_replica = batch / (est.prefill_seconds + obj.output * est.decode_seconds_per_token)  # requests/s
-        replicas = math.ceil(obj.rate / per_replica - 1e-9)
+        replicas = max(1, math.ceil(obj.rate / per_replica - 1e-9))
         chips = replicas * tp
         return {"tp": tp, "batch": batch, "est": est, "replicas": replicas, "chips": chips,
                 "load": obj.rate / (replicas * per_replica), "per_replica_rps": per_replica,
