@@ -309,3 +309,21 @@ def test_every_argument_with_every_bad_value(function, good):
     violations = [(name, repr(bad)[:30], kind) for name in good for bad in F.BAD_VALUES
                   if (kind := F.check_api(function, {**good, name: bad}))]
     assert not violations, violations
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(data=st.data())
+def test_random_numbers_in_every_numeric_argument(data):
+    import fuzz_support as F
+
+    function, good = data.draw(st.sampled_from([
+        (_train, {"model": "llama-2-7b", "tokens": 1e10, "deadline_days": 30.0, "budget_usd": 1e6, "seq": 2048,
+                  "batch_tokens": 2**21, "chip_names": ("H100 SXM",)}),
+        (_train, {"model": "llama-2-7b", "chips": 8, "tokens": 1e10, "chip_names": ("TPU v6e",)}),
+        (_serve, {"model": "llama-3-8b", "rate": 5.0, "prompt": 512, "output": 128, "ttft_s": 1.0, "tpot_s": 0.05,
+                  "chip_names": ("H100 SXM",)}),
+    ]))
+    name = data.draw(st.sampled_from(sorted(k for k, v in good.items() if isinstance(v, (int, float)))))
+    value = data.draw(st.one_of(st.floats(allow_nan=True, allow_infinity=True),
+                                st.integers(min_value=-10**30, max_value=10**30)))
+    assert F.check_api(function, {**good, name: value}) is None, (name, value)
