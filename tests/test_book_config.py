@@ -19,7 +19,7 @@ def _toc_files() -> list[str]:
 
 def test_parts_in_course_order():
     captions = [part["caption"] for part in TOC["parts"]]
-    expected = ["Foundations", "Parallelism", "Inference", "Optimization", "Scaling", "Reference"]
+    expected = ["Foundations", "Parallelism", "Inference", "Optimization", "Scaling", "Capstone", "Reference"]
     assert [c for c in expected if c in captions] == captions, f"parts out of course order: {captions}"
     foundations = [c["file"] for c in TOC["parts"][0]["chapters"]]
     assert foundations.index("chapters/gpus_vs_tpus") < foundations.index("chapters/memory")
@@ -78,7 +78,7 @@ def test_lab_has_at_least_three_checked_exercises_and_assertions(lab):
 
 
 TESTED_CHAPTERS = ("gpus_vs_tpus", "transformer_math", "accelerator", "formats", "memory", "data_parallel",
-                   "model_parallel", "cheaper", "scaling", "inference")
+                   "model_parallel", "cheaper", "scaling", "inference", "choosing")
 
 
 @pytest.mark.parametrize("slug", TESTED_CHAPTERS)

@@ -7,7 +7,7 @@ in pyproject.toml, and checked by ``make lint``):
   of number formats; :mod:`aihw.transformer.flops`, the FLOP model; :mod:`aihw.chips.roofline`, :mod:`aihw.memory.estimator`,
   :mod:`aihw.chips.systolic`, :mod:`aihw.chips.simt`, :mod:`aihw.formats.numerics`, :mod:`aihw.chips.energy`, :mod:`aihw.transformer.shapes`,
   :mod:`aihw.layout.dims` (one validated layout), :mod:`aihw.planning.planner` with :mod:`aihw.planning.published` (published
-  runs) and :mod:`aihw.comm.roofline`, :mod:`aihw.serving.estimator` (the serving model), ...), :mod:`aihw.catalogue` (chips and networks, with sourced figures),
+  runs) and :mod:`aihw.comm.roofline`, :mod:`aihw.serving.estimator` (the serving model), :mod:`aihw.choosing` (an objective to chips, layout, time, cost and energy), ...), :mod:`aihw.catalogue` (chips and networks, with sourced figures),
   the command line (:mod:`aihw.cli`, :mod:`aihw.cli.commands`) and :mod:`aihw.cli.live` (the CLI in the browser);
 * torch experiments: :mod:`aihw.measure` (device, timing, measurements), :mod:`aihw.parallel` (launcher,
   collectives, parallelism), :mod:`aihw.models` (TinyGPT, the digits MLP), :mod:`aihw.cheaper` (quantization,

@@ -46,10 +46,14 @@ Direction = Literal["bidirectional", "per-direction"]
 DIRECTIONS: tuple[str, ...] = get_args(Direction)
 Scope = Literal["chip", "link"]
 SCOPES: tuple[str, ...] = get_args(Scope)
+# What a price snapshot is: a list price anyone pays by the hour ("on-demand"), a block of capacity reserved ahead
+# for a fixed period ("capacity-block", e.g. AWS EC2 Capacity Blocks), or a committed-use / reserved contract.
+PriceKind = Literal["on-demand", "capacity-block", "reserved"]
+PRICE_KINDS: tuple[str, ...] = get_args(PriceKind)
 
 _FIGURE_KEYS = FIGURE_KEYS
 _INTERCONNECT_KEYS = _FIGURE_KEYS | {"name", "links", "direction", "scope"}
-_PRICE_KEYS = _FIGURE_KEYS | {"provider", "region"}
+_PRICE_KEYS = _FIGURE_KEYS | {"provider", "region", "kind"}
 _CHIP_KEYS = {"key", "name", "aliases", "vendor", "kind", "architecture", "year", "flops", "sparse_flops",
               "memory", "memory_bandwidth", "interconnect", "power", "price", "anatomy"}
 # optional anatomy figures -> the base unit each must convert to
@@ -91,14 +95,15 @@ class Interconnect:
 
 @dataclass(frozen=True)
 class Price:
-    """Snapshot of a cloud price per chip-hour."""
+    """Snapshot of a cloud price per chip-hour, and what kind of price it is (:data:`PRICE_KINDS`)."""
 
     figure: Figure
     provider: str
     region: str
+    kind: str = "on-demand"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"provider": self.provider, "region": self.region, **self.figure.to_dict()}
+        return {"provider": self.provider, "region": self.region, "kind": self.kind, **self.figure.to_dict()}
 
 
 @dataclass(frozen=True)
@@ -232,11 +237,14 @@ def _parse_interconnect(where: str, raw: dict[str, Any], sources: Mapping[str, s
 
 def _parse_price(where: str, raw: dict[str, Any], sources: Mapping[str, str]) -> Price:
     raw = _check_keys(where, raw, _PRICE_KEYS)
-    for field in ("provider", "region"):
+    for field in ("provider", "region", "kind"):
         if not raw.get(field):
-            raise _fail(where, f"missing '{field}'")
+            raise _fail(where, f"missing '{field}'" + (f" (one of {', '.join(PRICE_KINDS)})" if field == "kind"
+                                                        else ""))
+    if raw["kind"] not in PRICE_KINDS:
+        raise _fail(f"{where}.kind", f"must be one of {', '.join(PRICE_KINDS)}, got {raw['kind']!r}")
     figure = _parse_figure(where, raw, sources, ("USD/hour",), _PRICE_KEYS)
-    return Price(figure, str(raw["provider"]), str(raw["region"]))
+    return Price(figure, str(raw["provider"]), str(raw["region"]), str(raw["kind"]))
 
 
 def _check_sparse(where: str, dense: Mapping[str, Figure], sparse: Mapping[str, Figure]) -> None:

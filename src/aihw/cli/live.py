@@ -21,7 +21,7 @@ from contextlib import redirect_stderr, redirect_stdout
 from aihw import cli
 
 # The subcommands the book runs live (each must be standard-library only).
-LIVE_COMMANDS: tuple[str, ...] = ("memory", "roofline", "serve", "plan", "scaling", "collectives")
+LIVE_COMMANDS: tuple[str, ...] = ("memory", "roofline", "serve", "plan", "scaling", "collectives", "choose")
 
 
 def _presets() -> list[str]:

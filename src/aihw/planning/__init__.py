@@ -11,6 +11,7 @@
 ``from aihw import planning`` then ``planning.plan(planning.PlanConfig("llama-3-70b", planning.Cluster(nodes=16)))``.
 """
 
+from aihw.planning import published
 from aihw.planning.config import (
     ATTENTION,
     ELEMENTWISE,
@@ -49,5 +50,5 @@ __all__ = [
     "check_pins", "ATTENTION_TO_GEMM", "BAND", "BUS_FRACTION", "DEFAULT_GEMM_FRACTION", "FUSED_ATTENTION_BACKWARD",
     "GEMM_FRACTION", "GEMM_SOURCE", "NVLS_SPEEDUP", "STEP_OVERHEAD", "Efficiency", "MAX_SEARCH_LAYOUTS", "Plan",
     "explain", "pinned", "plan", "tp_roofline_check", "attention_backward_factor", "eager_elementwise_bytes",
-    "evaluate", "gemm_seconds", "with_band", "zero3_gathers_per_micro_batch",
+    "evaluate", "gemm_seconds", "with_band", "zero3_gathers_per_micro_batch", "published",
 ]
