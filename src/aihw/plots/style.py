@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
+import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.rcsetup import cycler
 
@@ -112,6 +113,76 @@ def _plain(value: float, _pos=None) -> str:
     return f"{value:g}"
 
 
+def binary_size(value: float) -> str:
+    """``16 KiB``, ``4 MiB``, ``1 GiB`` for a byte count (powers of two print without decimals)."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value:.0f} B"
+
+
+def bytes_axis(axis, *, max_ticks: int = 6) -> None:
+    """Label a log-2 byte axis ``16 KiB, 256 KiB, 4 MiB``: ticks at powers of two, spaced so that at most
+    ``max_ticks`` labels share the axis (labels like ``1.04858e+06`` would run together)."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    lo, hi = sorted(axis.get_view_interval())
+    lo, hi = max(lo, 1.0), max(hi, 2.0)
+    first, last = int(np.ceil(np.log2(lo))), int(np.floor(np.log2(hi)))
+    step = max(1, int(np.ceil((last - first + 1) / max_ticks)))
+    step = next(s for s in (1, 2, 4, 8, 16) if s >= step) if step <= 16 else step
+    start = first + (-first) % step
+    axis.set_major_locator(FixedLocator([2.0**k for k in range(start, last + 1, step)]))
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: binary_size(v)))
+    axis.set_minor_locator(NullLocator())
+
+
+_LABEL_OFFSETS = ((5, 3, "left", "bottom"), (5, -3, "left", "top"), (-5, 3, "right", "bottom"),
+                  (-5, -3, "right", "top"), (0, 7, "center", "bottom"), (0, -7, "center", "top"))
+
+
+def place_labels(ax, xs, ys, labels, *, fontsize="small", **kwargs) -> list:
+    """Annotate points ``(xs[i], ys[i])`` with ``labels[i]``, each put at the first of six spots around its
+    point (right-above, right-below, left-above, left-below, above, below) where it overlaps no label already
+    placed, no other text of the axes and stays inside the axes; the least-overlapping spot if none is free.
+
+    The figure is laid out first (constrained layout moves the axes), so the positions hold when it is drawn.
+    Returns the annotations."""
+    fig = figure_of(ax)
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    area = ax.get_window_extent(renderer)
+    taken = [t.get_window_extent(renderer) for t in ax.texts if t.get_visible() and t.get_text()]
+    placed = []
+
+    def cost(box) -> float:
+        inside = max(0.0, area.x0 - box.x0) + max(0.0, box.x1 - area.x1) + max(0.0, area.y0 - box.y0) + max(
+            0.0, box.y1 - area.y1)
+        hits = sum(max(0.0, min(box.x1, o.x1) - max(box.x0, o.x0)) * max(0.0, min(box.y1, o.y1) - max(box.y0, o.y0))
+                   for o in taken)
+        return hits + 50.0 * inside
+
+    for x, y, label in zip(xs, ys, labels, strict=True):
+        best = None
+        for dx, dy, ha, va in _LABEL_OFFSETS:
+            note = ax.annotate(label, (x, y), xytext=(dx, dy), textcoords="offset points", ha=ha, va=va,
+                               fontsize=fontsize, **kwargs)
+            box = note.get_window_extent(renderer)
+            c = cost(box)
+            if best is None or c < best[0]:
+                if best is not None:
+                    best[1].remove()
+                best = (c, note, box)
+            else:
+                note.remove()
+            if c == 0:
+                break
+        assert best is not None
+        taken.append(best[2])
+        placed.append(best[1])
+    return placed
+
+
 def fit_column(fig):
     """Narrow a figure drawn wider than the book's column to the column width (height kept): a browser shows a
     figure at most a column wide, so a wider one would have its text shrunk below the minimum. Returns ``fig``."""
@@ -121,16 +192,35 @@ def fit_column(fig):
     return fig
 
 
+_DEPTH = 0  # how many styled plot functions are running (one inside another: only the outermost settles)
+
+
+def settle(fig):
+    """Lay ``fig`` out once without rendering, so the first real draw (the SVG the page shows) starts from settled
+    tick labels: constrained layout measured before the ticks exist can place an axis label off the canvas.
+    Returns ``fig``."""
+    fig.draw_without_rendering()
+    return fig
+
+
 def styled(func: F) -> F:
     """Decorator: run a plot function under :func:`book_style` (and label its log axes in plain numbers)."""
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
+        global _DEPTH
         with book_style():
-            result = func(*args, **kwargs)
+            _DEPTH += 1
+            try:
+                result = func(*args, **kwargs)
+            finally:
+                _DEPTH -= 1
             if not isinstance(result, mpl.figure.Figure):
                 return result
-            return legible(plain_log_labels(tidy(fit_column(result))))
+            fig = legible(plain_log_labels(tidy(fit_column(result))))
+            if _DEPTH == 0:
+                settle(fig)
+            return fig
 
     return wrapper  # type: ignore[return-value]
 
@@ -208,4 +298,4 @@ def small_text(fig) -> list[tuple[str, float]]:
 
 
 __all__ = ["COLUMN_WIDTH_IN", "ROW_HEIGHT_IN", "MIN_FONT_PT", "BASE_FONT_PT", "PALETTE", "RC", "book_style", "figure_of",
-           "styled", "plain_log_labels", "setup_book", "subplots", "panels", "tidy", "legend_outside", "rendered_font_px", "small_text"]
+           "styled", "plain_log_labels", "bytes_axis", "binary_size", "place_labels", "setup_book", "subplots", "panels", "tidy", "legend_outside", "rendered_font_px", "small_text"]
