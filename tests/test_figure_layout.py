@@ -65,10 +65,10 @@ def _dp_fits():
 
 def _memory_rows() -> list[dict]:
     rows = []
-    for method in ("ddp", "zero1", "fsdp"):
+    for method in ("dp", "zero1", "fsdp"):
         for comp, size in (("weights", 4.2e5), ("gradients", 4.2e5), ("optimizer", 8.4e5)):
             rows.append({"method": method, "rank": 0, "component": comp, "measured_bytes": size,
-                         "predicted_bytes": size * (0.5 if method != "ddp" and comp != "weights" else 1.0)})
+                         "predicted_bytes": size * (0.5 if method != "dp" and comp != "weights" else 1.0)})
     return rows
 
 
@@ -284,7 +284,7 @@ def _book_ops():
 
     h100 = hardware.get_chip("H100 SXM")
     return [roofline.estimate_matmul(h100, 8192, 8192, 8192, "bf16"),
-            roofline.estimate_matmul(h100, 1, 8192, 8192, "bf16")]
+            roofline.estimate_matmul(h100, 1, 8192, 8192, "bf16"), roofline.estimate_elementwise(h100, 2**28, "bf16")]
 
 
 @case("gpus_vs_tpus Fig 1.6: roofline of seven chips", "gpus_vs_tpus.plot_roofline")
@@ -390,12 +390,12 @@ def _formats_widget():
 
 @case("formats Fig: block formats (3 panels)", "formats.plot_block_errors")
 def _blocks():
+    from aihw.formats import numerics
     from aihw.plots.formats import plot_block_errors
     from aihw.plots.style import subplots
 
-    formats = (("int8_per_tensor", 8), ("fp8_e4m3_per_tensor", 8), ("mxfp8", 8.25), ("int4_per_tensor", 4),
-               ("mxfp4", 4.25), ("nvfp4", 4.5))
-    rows = [{"format": f, "bits_per_value": b, "rel_rms": 0.01 * (9 - b)} for f, b in formats]
+    rng = np.random.default_rng(0)
+    rows = numerics.compare_block_formats(rng.normal(0, 0.02, (64, 64)))
     fig, axes = subplots(3, 1, row_height=2.8)
     for ax, title in zip(axes, ("TinyGPT weights (trained)", "MLP activations (after GELU)",
                                 "weights with one 30x outlier channel"), strict=True):
@@ -747,7 +747,7 @@ def _waste():
     from aihw.plots import inference as iplots
 
     return iplots.plot_waste(waste_for_trace([(0, 100, 200), (30, 50, 400), (60, 20, 100)], max_tokens=2048,
-                                             block_size=16))
+                                             block_size=16, bytes_per_token=131072))
 
 
 # --- the checker itself -----------------------------------------------------------------------------------

@@ -80,7 +80,7 @@ def _texts(artist) -> list[mtext.Text]:
         if artist.axes is not None and not artist.axes.axison:  # ax.axis("off"): no axis is drawn
             return found
         found.extend(t for t in (artist.label, artist.offsetText) if t.get_visible() and t.get_text().strip())
-        for tick in artist._update_ticks():  # the ticks drawn (private but long-stable matplotlib API)
+        for tick in artist._update_ticks():  # type: ignore[attr-defined]  # the ticks drawn (private but long-stable matplotlib API)
             if tick.get_visible():
                 found.extend(t for t in (tick.label1, tick.label2) if t.get_visible() and t.get_text().strip())
         return found
@@ -101,9 +101,9 @@ def _intersection(a: Bbox, b: Bbox) -> tuple[float, float]:
     return min(a.x1, b.x1) - max(a.x0, b.x0), min(a.y1, b.y1) - max(a.y0, b.y0)
 
 
-def _boxes(fig: Figure, renderer) -> list[tuple[Bbox, object]]:
+def _boxes(fig: Figure, renderer) -> list[tuple[Bbox, mpatches.Patch]]:
     """Rectangle and fancy-box patches drawn on the axes (the blocks of a diagram, bars)."""
-    boxes = []
+    boxes: list[tuple[Bbox, mpatches.Patch]] = []
     for ax in fig.axes:
         for patch in ax.patches:
             if isinstance(patch, (mpatches.Rectangle, mpatches.FancyBboxPatch)) and patch.get_visible():
@@ -135,22 +135,21 @@ def check_figure(fig: Figure, *, min_px_at_phone: float = MIN_PX_AT_PHONE, colum
         if px < min_px_at_phone - 1e-6:
             problems.append(f"{prefix}too small: {item.label} renders at {px:.1f} CSS px on a phone "
                             f"(minimum {min_px_at_phone:g})")
-        b = item.box
-        out = max(canvas.x0 - b.x0, canvas.y0 - b.y0, b.x1 - canvas.x1, b.y1 - canvas.y1)
+        e = item.box
+        out = max(canvas.x0 - e.x0, canvas.y0 - e.y0, e.x1 - canvas.x1, e.y1 - canvas.y1)
         if out > OFF_CANVAS_PX:
             problems.append(f"{prefix}off canvas: {item.label} reaches {out:.0f} px past the figure's edge")
-    for i, a in enumerate(items):
-        for b in items[i + 1:]:
-            w, h = _intersection(a.box, b.box)
+    for i, first in enumerate(items):
+        for second in items[i + 1:]:
+            w, h = _intersection(first.box, second.box)
             if w > OVERLAP_PX and h > OVERLAP_PX:
-                problems.append(f"{prefix}overlap: {a.label} and {b.label} ({w:.0f} x {h:.0f} px)")
+                problems.append(f"{prefix}overlap: {first.label} and {second.label} ({w:.0f} x {h:.0f} px)")
     boxes = _boxes(fig, renderer)
     for item in items:
         if item.text.axes is None:
             continue
         cx, cy = (item.box.x0 + item.box.x1) / 2, (item.box.y0 + item.box.y1) / 2
-        holders = [box for box, patch in boxes if box.contains(cx, cy)
-                   and patch.axes is item.text.axes]  # type: ignore[attr-defined]
+        holders = [box for box, patch in boxes if box.contains(cx, cy) and patch.axes is item.text.axes]
         if not holders:
             continue
         box = min(holders, key=lambda bb: bb.width * bb.height)

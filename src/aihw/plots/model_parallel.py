@@ -33,24 +33,38 @@ def plot_timeline(events: Sequence[TimelineEvent], *, stages: int | None = None,
         events += idle_events(events, stages, step_s)
     scale = {"ms": 1e3, "s": 1.0, "": 1.0}[unit]
     seen = set()
+    labelled = []
     for e in events:
         height = 0.35 if e.kind in ("send", "recv") else 0.8
         seen.add(e.kind)
-        ax.barh(e.stage, e.duration * scale, left=e.start * scale, height=height, color=COLOURS.get(e.kind, "k"),
-                edgecolor="white" if e.kind in ("forward", "backward") else "none", linewidth=0.5)
+        bars = ax.barh(e.stage, e.duration * scale, left=e.start * scale, height=height,
+                       color=COLOURS.get(e.kind, "k"),
+                       edgecolor="white" if e.kind in ("forward", "backward") else "none", linewidth=0.5)
         if e.kind in ("forward", "backward") and e.duration * scale > 0.02 * step_s * scale:
             text = str(e.micro_batch) if e.chunk == 0 else f"{e.micro_batch}.{e.chunk}"
-            ax.text((e.start + e.duration / 2) * scale, e.stage, text, ha="center", va="center", fontsize="small",
-                    color="white")
+            labelled.append((ax.text((e.start + e.duration / 2) * scale, e.stage, text, ha="center", va="center",
+                                     fontsize="small", color="white"), bars.patches[0]))
     ax.set_yticks(range(stages), [f"stage {s}" for s in range(stages)])
     ax.set_ylim(stages - 0.5, -0.5)
     ax.set_xlim(0, step_s * scale)
     ax.set_xlabel(f"time ({unit})" if unit else "time (units of one forward)")
-    ax.set_title(title)
+    ax.set_title(textwrap.fill(title, 62))
     handles = [Patch(color=COLOURS[k], label=LABELS[k]) for k in COLOURS if k in seen]
     ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncols=2, frameon=False)
     tidy(fig)
+    _drop_labels_wider_than_bars(fig, labelled)
     return fig
+
+
+def _drop_labels_wider_than_bars(fig, labelled) -> None:
+    """Remove each micro-batch number that would spill out of its bar (short bars, many micro-batches)."""
+    if not labelled:
+        return
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    for text, bar in labelled:
+        if text.get_window_extent(renderer).width > bar.get_window_extent(renderer).width - 1:
+            text.remove()
 
 
 @styled

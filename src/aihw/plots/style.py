@@ -141,9 +141,10 @@ _LABEL_OFFSETS = ((5, 3, "left", "bottom"), (5, -3, "left", "top"), (-5, 3, "rig
                   (-5, -3, "right", "top"), (0, 7, "center", "bottom"), (0, -7, "center", "top"))
 
 
-def place_labels(ax, xs, ys, labels, *, fontsize="small", **kwargs) -> list:
+def place_labels(ax, xs, ys, labels, *, fontsize="small", offsets=_LABEL_OFFSETS, **kwargs) -> list:
     """Annotate points ``(xs[i], ys[i])`` with ``labels[i]``, each put at the first of six spots around its
-    point (right-above, right-below, left-above, left-below, above, below) where it overlaps no label already
+    point (by default right-above, right-below, left-above, left-below, above, below; or ``offsets``: (dx, dy
+    in points, ha, va) tried in order) where it overlaps no label already
     placed, no other text of the axes and stays inside the axes; the least-overlapping spot if none is free.
 
     The figure is laid out first (constrained layout moves the axes), so the positions hold when it is drawn.
@@ -164,7 +165,7 @@ def place_labels(ax, xs, ys, labels, *, fontsize="small", **kwargs) -> list:
 
     for x, y, label in zip(xs, ys, labels, strict=True):
         best = None
-        for dx, dy, ha, va in _LABEL_OFFSETS:
+        for dx, dy, ha, va in offsets:
             note = ax.annotate(label, (x, y), xytext=(dx, dy), textcoords="offset points", ha=ha, va=va,
                                fontsize=fontsize, **kwargs)
             box = note.get_window_extent(renderer)
