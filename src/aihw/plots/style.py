@@ -247,6 +247,45 @@ def setup_book(*, formats: tuple[str, ...] = ("svg",)) -> None:
     # The figure as drawn, at the column width: 'tight' bounding boxes grow figures with outside legends past
     # the column, and the browser then shrinks their text (constrained layout already makes room inside).
     set_matplotlib_formats(*formats, bbox_inches=None)
+    _check_displayed_figures(get_ipython(), formats)
+
+
+FIGURE_CHECK_ENV = "AIHW_FIGURE_CHECK"
+
+
+def _check_displayed_figures(ip, formats: tuple[str, ...]) -> None:
+    """With ``AIHW_FIGURE_CHECK=<file>`` in the environment (a book build or a lab run under test), run
+    :func:`aihw.plots.check.check_figure` on every figure the notebook displays and append its problems to
+    ``<file>``, one line each, so a figure composed in a page (not only the package's plot functions) is
+    checked as the reader sees it. Without the variable nothing changes."""
+    import os
+
+    path = os.environ.get(FIGURE_CHECK_ENV)
+    if not path:
+        return
+    mime = {"svg": "image/svg+xml", "png": "image/png", "retina": "image/png", "pdf": "application/pdf"}
+    for fmt in formats:
+        formatter = ip.display_formatter.formatters.get(mime.get(fmt, ""))
+        if formatter is None:
+            continue
+        try:
+            draw = formatter.lookup_by_type(Figure)
+        except KeyError:
+            continue
+        if getattr(draw, "_aihw_checked", False):
+            continue
+
+        def checked(fig, _draw=draw):
+            from aihw.plots.check import check_figure
+
+            problems = check_figure(fig, name=os.environ.get("AIHW_FIGURE_PAGE", os.getcwd()))
+            if problems:
+                with open(path, "a", encoding="utf-8") as out:
+                    out.write("\n".join(problems) + "\n")
+            return _draw(fig)
+
+        checked._aihw_checked = True  # type: ignore[attr-defined]
+        formatter.for_type(Figure, checked)
 
 
 def subplots(nrows: int = 1, ncols: int = 1, *, row_height: float = ROW_HEIGHT_IN, width: float = COLUMN_WIDTH_IN,
