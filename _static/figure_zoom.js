@@ -51,6 +51,7 @@
     shown.removeAttribute("tabindex");
     shown.removeAttribute("role");
     shown.className = "aihw-zoom-image";
+    shown.addEventListener("click", close);
     var displayed = img.getBoundingClientRect().width || img.naturalWidth || 600;
     var natural = img.naturalWidth || displayed;
     shown.style.width = Math.round(Math.min(1800, Math.max(natural, 2 * displayed))) + "px";
@@ -72,9 +73,11 @@
     img.addEventListener("keydown", function (event) {
       if (event.key === "Enter" || event.key === " ") { event.preventDefault(); open(img); }
     });
+    var src = img.currentSrc || img.src || "";
+    if (src.indexOf("data:") === 0) return;  // an inline image (a widget's): the overlay only, no link to open
     var link = document.createElement("a");
     link.className = "aihw-fullsize";
-    link.href = img.currentSrc || img.src;
+    link.href = src;
     link.target = "_blank";
     link.rel = "noopener";
     link.textContent = "full size";

@@ -728,7 +728,8 @@ def _batch():
 def _roof_points():
     from aihw.plots import inference as iplots
 
-    points = [(f"decode b={b}", b * 0.5, b * 1e9) for b in (1, 8, 64)] + [("prefill 512", 120, 8e10)]
+    points = [(f"decode b={b}", 0.5 * b * (1 - b / 200), b * 1e9 / (1 + b / 40)) for b in (1, 2, 4, 8, 16, 32, 64)]
+    points.append(("prefill 60 tokens", 25.0, 3e10))
     return iplots.plot_roofline_points(bandwidth=2e10, peak=1e11, points=points)
 
 

@@ -154,6 +154,11 @@ def place_labels(ax, xs, ys, labels, *, fontsize="small", offsets=_LABEL_OFFSETS
     renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
     area = ax.get_window_extent(renderer)
     taken = [t.get_window_extent(renderer) for t in ax.texts if t.get_visible() and t.get_text()]
+    from matplotlib.transforms import Bbox
+
+    marker = 5.0 * fig.dpi / 72  # the points themselves (a marker about 10 pt across) are obstacles too
+    for px, py in ax.transData.transform(np.column_stack([np.asarray(xs, float), np.asarray(ys, float)])):
+        taken.append(Bbox([[px - marker, py - marker], [px + marker, py + marker]]))
     placed = []
 
     def cost(box) -> float:
