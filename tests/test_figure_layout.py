@@ -809,3 +809,21 @@ def test_figure_layout(name):
         assert not problems, "\n".join(problems)
     finally:
         plt.close(fig)
+
+
+def test_widget_figures_are_2x_images_with_alt_text():
+    import re
+
+    from widget_support import walk
+
+    from aihw.widgets import gpus_vs_tpus_lab, model_parallel_lab
+
+    for widget in (gpus_vs_tpus_lab.roofline_explorer(), gpus_vs_tpus_lab.systolic_stepper(),
+                   model_parallel_lab.schedule_explorer()):
+        images = [w.value for w in walk(widget) if "<img" in str(getattr(w, "value", ""))]
+        assert images, widget
+        for tag in images:
+            alt = re.search(r'alt="([^"]*)"', tag)
+            assert alt and len(alt.group(1)) > 20, tag[:200]
+            assert "data:image/png;base64," in tag and "max-width:" in tag
+    plt.close("all")

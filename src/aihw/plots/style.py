@@ -189,6 +189,35 @@ def place_labels(ax, xs, ys, labels, *, fontsize="small", offsets=_LABEL_OFFSETS
     return placed
 
 
+def alt_text(fig, lead: str = "") -> str:
+    """A text alternative for ``fig`` built from what it shows: ``lead`` (what the figure is), then each panel's
+    title, axis labels (with "log scale" where an axis is logarithmic) and legend entries. For images that a
+    widget redraws, so the description follows the figure."""
+    parts = [lead.strip().rstrip(".")] if lead.strip() else []
+    if getattr(fig, "_suptitle", None) is not None and fig._suptitle.get_text():
+        parts.append(fig._suptitle.get_text().replace("\n", " "))
+    for ax in getattr(fig, "axes", ()):
+        if not ax.get_visible():
+            continue
+        bits = []
+        title = ax.get_title().replace("\n", " ")
+        if title:
+            bits.append(title)
+        if ax.axison:
+            for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+                label = axis.get_label_text().replace("\n", " ")
+                if label:
+                    bits.append(f"{name}: {label}" + (" (log scale)" if axis.get_scale() == "log" else ""))
+        legend = ax.get_legend()
+        if legend is not None:
+            entries = [t.get_text() for t in legend.get_texts() if t.get_text()]
+            if entries:
+                bits.append("legend: " + "; ".join(entries))
+        if bits:
+            parts.append(", ".join(bits))
+    return ". ".join(parts) + "." if parts else "Figure."
+
+
 def fit_column(fig):
     """Narrow a figure drawn wider than the book's column to the column width (height kept): a browser shows a
     figure at most a column wide, so a wider one would have its text shrunk below the minimum. Returns ``fig``."""
@@ -343,4 +372,4 @@ def small_text(fig) -> list[tuple[str, float]]:
 
 
 __all__ = ["COLUMN_WIDTH_IN", "ROW_HEIGHT_IN", "MIN_FONT_PT", "BASE_FONT_PT", "PALETTE", "RC", "book_style", "figure_of",
-           "styled", "plain_log_labels", "bytes_axis", "binary_size", "place_labels", "setup_book", "subplots", "panels", "tidy", "legend_outside", "rendered_font_px", "small_text"]
+           "styled", "plain_log_labels", "bytes_axis", "binary_size", "place_labels", "alt_text", "setup_book", "subplots", "panels", "tidy", "legend_outside", "rendered_font_px", "small_text"]

@@ -55,7 +55,8 @@ def energy_calculator() -> W.VBox:
             return
         show_error(err, None)
         table.value = view["html"]
-        show_figure(out, energy_figure(view))
+        show_figure(out, energy_figure(view), alt="Bar chart of energy per multiply-accumulate for each design, "
+                                                   "low-high band as error bars, on-chip part inside")
 
     for control in (n, array, precision, scale):
         control.observe(update, names="value")
