@@ -751,6 +751,22 @@ def _waste():
                                              block_size=16, bytes_per_token=131072))
 
 
+# --- scaling and planning --------------------------------------------------------------------------------
+
+@case("scaling Fig: loss against compute", "scaling.plot_loss_vs_compute")
+def _loss_compute():
+    from aihw.plots.scaling import plot_loss_vs_compute
+
+    return plot_loss_vs_compute()
+
+
+@case("scaling Fig: tokens per parameter", "scaling.plot_tokens_per_param")
+def _tokens_per_param():
+    from aihw.plots.scaling import plot_tokens_per_param
+
+    return plot_tokens_per_param()
+
+
 # --- the checker itself -----------------------------------------------------------------------------------
 
 def test_checker_finds_overlap_off_canvas_overflow_and_small_text():
