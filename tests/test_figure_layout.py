@@ -767,6 +767,21 @@ def _tokens_per_param():
     return plot_tokens_per_param()
 
 
+@case("planning lab widget: published run against the planner's best (default)", "model_parallel.plot_layout_times")
+def _alternatives():
+    from aihw.widgets import planning_lab
+
+    return planning_lab.alternatives_figure("GPT-3 175B ZeRO-3, 1536 GPUs")
+
+
+@case("planning lab widget: Llama 3 405B against the planner's best", "model_parallel.plot_layout_times")
+def _alternatives_llama():
+    from aihw.planning import published
+    from aihw.widgets import planning_lab
+
+    return planning_lab.alternatives_figure(published.LLAMA3_RUNS[-1].name)
+
+
 # --- the checker itself -----------------------------------------------------------------------------------
 
 def test_checker_finds_overlap_off_canvas_overflow_and_small_text():

@@ -111,11 +111,17 @@ def plot_bubble_vs_m(p_values: Sequence[int], m_max: int, *, measured: dict | No
 
 
 @styled
-def plot_layout_times(layouts: Sequence, *, top: int = 6, ax=None):
-    """Stacked step-time terms (compute, bubble, exposed communication, overhead) of the ``top`` planner layouts."""
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(
-        figsize=(COLUMN_WIDTH_IN, 1.4 + 0.8 * min(top, len(layouts))))
+def plot_layout_times(layouts: Sequence, *, top: int = 6, names: Sequence[str] | None = None, title: str = "",
+                      ax=None):
+    """Stacked step-time terms (compute, bubble, exposed communication, overhead) of the ``top`` planner layouts;
+    ``names``: a label per layout instead of its own (e.g. "published: ..." for a pinned one)."""
     shown = list(layouts)[:top]
+    # labels wrapped: a one-line layout label would take the whole column width and leave no room for the bars
+    labels = [textwrap.fill(label, 26) for label in (list(names)[:len(shown)] if names is not None
+                                                      else [x.label for x in shown])]
+    lines = max((label.count("\n") + 1 for label in labels), default=1)
+    row = max(0.8, 0.17 * lines + 0.25)  # inches per layout: room for its wrapped label
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(COLUMN_WIDTH_IN, 1.4 + row * len(shown)))
     terms = [t for t in ("compute", "bubble", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm", "overhead")
              if any(x.times.get(t, 0) for x in shown)]
     left = np.zeros(len(shown))
@@ -123,10 +129,11 @@ def plot_layout_times(layouts: Sequence, *, top: int = 6, ax=None):
         values = np.array([x.times[term] for x in shown])
         ax.barh(range(len(shown)), values, left=left, color=f"C{i}", label=term.replace("_", " "))
         left += values
-    # labels wrapped: a one-line layout label would take the whole column width and leave no room for the bars
-    ax.set_yticks(range(len(shown)), [textwrap.fill(x.label, 26) for x in shown], fontsize="small")
+    ax.set_yticks(range(len(shown)), labels, fontsize="small")
     ax.invert_yaxis()
     ax.set_xlabel("estimated step time (s)")
+    if title:
+        ax.set_title(textwrap.fill(title, 40))
     legend_outside(ax, ncols=3)
     tidy(fig)
     return fig
