@@ -782,6 +782,14 @@ def _alternatives_llama():
     return planning_lab.alternatives_figure(published.LLAMA3_RUNS[-1].name)
 
 
+@case("planning Fig: planner against published runs", "planning.plot_validation")
+def _validation():
+    from aihw.planning import published
+    from aihw.plots.planning import plot_validation
+
+    return plot_validation(published.table())
+
+
 # --- the checker itself -----------------------------------------------------------------------------------
 
 def test_checker_finds_overlap_off_canvas_overflow_and_small_text():

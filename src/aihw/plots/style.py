@@ -173,6 +173,7 @@ def place_labels(ax, xs, ys, labels, *, fontsize="small", offsets=_LABEL_OFFSETS
         for dx, dy, ha, va in offsets:
             note = ax.annotate(label, (x, y), xytext=(dx, dy), textcoords="offset points", ha=ha, va=va,
                                fontsize=fontsize, **kwargs)
+            note.set_in_layout(False)  # placed for this layout: it must not make constrained layout move the axes
             box = note.get_window_extent(renderer)
             c = cost(box)
             if best is None or c < best[0]:
