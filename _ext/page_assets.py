@@ -5,6 +5,8 @@
 * pydata-sphinx-theme logs "Got invalid theme mode" on a first visit unless the page context sets ``default_mode``.
 * Every executed page carries ``<meta name="aihw-execution" content="ok|failed">`` from myst-nb's execution
   record, so the browser tests fail on a page whose execution failed even when the build itself went on.
+* Images without alt text (a notebook figure whose cell gives none) take it from the SVG's own ``<title>``,
+  which :func:`aihw.plots.style.setup_book` writes into every figure it displays (:func:`alt_from_svg`).
 * Tables (:func:`wrap_tables`): only the table scrolls, sideways on a phone and, past
   :data:`LONG_TABLE_ROWS` rows, downwards within a box of its own with its header row kept in view; the
   caption is taken out of the scrolling box and set above it, so it stays whole and visible.
@@ -46,6 +48,36 @@ def wrap_tables(body: str) -> str:
     return _TABLE.sub(wrap, body)
 
 
+_SVG_TITLE = re.compile(r"<svg\b[^>]*>\s*<title>(?P<title>.*?)</title>", re.S)
+
+
+def alt_from_svg(text: str) -> str | None:
+    """The ``<title>`` directly inside an SVG's root element, unescaped (None without one)."""
+    import html
+
+    found = _SVG_TITLE.search(text[:20000])
+    return html.unescape(found["title"]).strip() or None if found else None
+
+
+def _image_alt(app, doctree, docname) -> None:
+    from pathlib import Path
+
+    from docutils import nodes
+
+    for node in doctree.findall(nodes.image):
+        if node.get("alt") or not str(node.get("uri", "")).endswith(".svg"):
+            continue
+        uri = str(node["uri"])
+        for candidate in (Path(uri), Path(app.srcdir) / uri, Path(app.env.relfn2path(uri, docname)[1])):
+            try:
+                alt = alt_from_svg(candidate.read_text(encoding="utf-8", errors="replace"))
+            except OSError:
+                continue
+            if alt:
+                node["alt"] = alt
+            break
+
+
 def _tables(app, pagename, templatename, context, doctree) -> None:
     if "body" in context:
         context["body"] = wrap_tables(context["body"])
@@ -84,4 +116,5 @@ def setup(app):
     app.connect("html-page-context", _unique_scripts, priority=900)
     app.connect("html-page-context", _execution_marker)
     app.connect("html-page-context", _tables)
+    app.connect("doctree-resolved", _image_alt)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -47,3 +47,13 @@ def test_figure_zoom_script_is_offline():
     assert not re.search(r"https?://", js) and "fetch(" not in js and "XMLHttpRequest" not in js
     css = (ROOT / "_static" / "aihw.css").read_text()
     assert ".aihw-zoom" in css and ".aihw-table-caption" in css
+
+
+def test_alt_text_comes_from_the_svg_title():
+    from aihw.plots.style import svg_with_title
+
+    pa = _page_assets()
+    svg = '<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="10pt">\n <metadata/></svg>'
+    titled = svg_with_title(svg, "Loss <against> compute & more")
+    assert pa.alt_from_svg(titled) == "Loss <against> compute & more"
+    assert svg_with_title(titled, "again") == titled and pa.alt_from_svg(svg) is None

@@ -282,22 +282,32 @@ def setup_book(*, formats: tuple[str, ...] = ("svg",)) -> None:
     # The figure as drawn, at the column width: 'tight' bounding boxes grow figures with outside legends past
     # the column, and the browser then shrinks their text (constrained layout already makes room inside).
     set_matplotlib_formats(*formats, bbox_inches=None)
-    _check_displayed_figures(get_ipython(), formats)
+    _wrap_figure_formatters(get_ipython(), formats)
 
 
 FIGURE_CHECK_ENV = "AIHW_FIGURE_CHECK"
 
 
-def _check_displayed_figures(ip, formats: tuple[str, ...]) -> None:
-    """With ``AIHW_FIGURE_CHECK=<file>`` in the environment (a book build or a lab run under test), run
-    :func:`aihw.plots.check.check_figure` on every figure the notebook displays and append its problems to
-    ``<file>``, one line each, so a figure composed in a page (not only the package's plot functions) is
-    checked as the reader sees it. Without the variable nothing changes."""
+def svg_with_title(svg: str, title: str) -> str:
+    """``svg`` with ``title`` as its first child ``<title>`` (a text alternative the book's pages use as the
+    image's alt text, and screen readers read for an inline SVG)."""
+    import html
+    import re
+
+    found = re.search(r"<svg\b[^>]*>", svg)
+    if found is None or "<title>" in svg[found.end():found.end() + 200]:
+        return svg
+    return svg[:found.end()] + f"<title>{html.escape(title, quote=False)}</title>" + svg[found.end():]
+
+
+def _wrap_figure_formatters(ip, formats: tuple[str, ...]) -> None:
+    """Every figure the notebook displays as SVG carries a ``<title>`` describing it (:func:`alt_text`: the
+    book copies it into the image's alt text). With ``AIHW_FIGURE_CHECK=<file>`` in the environment (a book
+    build or a lab run under test), :func:`aihw.plots.check.check_figure` also runs on every displayed figure
+    and appends its problems to ``<file>``, one line each, so a figure composed in a page (not only the
+    package's plot functions) is checked as the reader sees it."""
     import os
 
-    path = os.environ.get(FIGURE_CHECK_ENV)
-    if not path:
-        return
     mime = {"svg": "image/svg+xml", "png": "image/png", "retina": "image/png", "pdf": "application/pdf"}
     for fmt in formats:
         formatter = ip.display_formatter.formatters.get(mime.get(fmt, ""))
@@ -307,20 +317,23 @@ def _check_displayed_figures(ip, formats: tuple[str, ...]) -> None:
             draw = formatter.lookup_by_type(Figure)
         except KeyError:
             continue
-        if getattr(draw, "_aihw_checked", False):
+        if getattr(draw, "_aihw_wrapped", False):
             continue
 
-        def checked(fig, _draw=draw):
-            from aihw.plots.check import check_figure
+        def wrapped(fig, _draw=draw, _svg=fmt == "svg"):
+            path = os.environ.get(FIGURE_CHECK_ENV)
+            if path:
+                from aihw.plots.check import check_figure
 
-            problems = check_figure(fig, name=os.environ.get("AIHW_FIGURE_PAGE", os.getcwd()))
-            if problems:
-                with open(path, "a", encoding="utf-8") as out:
-                    out.write("\n".join(problems) + "\n")
-            return _draw(fig)
+                problems = check_figure(fig, name=os.environ.get("AIHW_FIGURE_PAGE", os.getcwd()))
+                if problems:
+                    with open(path, "a", encoding="utf-8") as out:
+                        out.write("\n".join(problems) + "\n")
+            data = _draw(fig)
+            return svg_with_title(data, alt_text(fig)) if _svg and isinstance(data, str) else data
 
-        checked._aihw_checked = True  # type: ignore[attr-defined]
-        formatter.for_type(Figure, checked)
+        wrapped._aihw_wrapped = True  # type: ignore[attr-defined]
+        formatter.for_type(Figure, wrapped)
 
 
 def subplots(nrows: int = 1, ncols: int = 1, *, row_height: float = ROW_HEIGHT_IN, width: float = COLUMN_WIDTH_IN,
@@ -373,4 +386,4 @@ def small_text(fig) -> list[tuple[str, float]]:
 
 
 __all__ = ["COLUMN_WIDTH_IN", "ROW_HEIGHT_IN", "MIN_FONT_PT", "BASE_FONT_PT", "PALETTE", "RC", "book_style", "figure_of",
-           "styled", "plain_log_labels", "bytes_axis", "binary_size", "place_labels", "alt_text", "setup_book", "subplots", "panels", "tidy", "legend_outside", "rendered_font_px", "small_text"]
+           "styled", "plain_log_labels", "bytes_axis", "binary_size", "place_labels", "alt_text", "svg_with_title", "setup_book", "subplots", "panels", "tidy", "legend_outside", "rendered_font_px", "small_text"]
