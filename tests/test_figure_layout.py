@@ -564,7 +564,10 @@ def _measured_events(p: int = 2, m: int = 4):
     from aihw.layout import schedules
 
     sim = schedules.simulate("1f1b", p, m, forward_s=0.004, backward_s=0.008)
-    return [e for e in sim.events if e.kind in ("forward", "backward")], sim.step_s * 1.2, sim
+    events = [e for e in sim.events if e.kind in ("forward", "backward")]
+    events += [schedules.TimelineEvent(e.stage, kind, e.micro_batch, e.end, e.end + 0.0005)
+               for e in list(events) for kind in ("send", "recv") if e.kind == "forward"]
+    return events, sim.step_s * 1.2, sim
 
 
 @case("model_parallel Fig: measured and simulated", "model_parallel.plot_measured_and_simulated")

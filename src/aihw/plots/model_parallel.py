@@ -50,7 +50,10 @@ def plot_timeline(events: Sequence[TimelineEvent], *, stages: int | None = None,
     ax.set_xlabel(f"time ({unit})" if unit else "time (units of one forward)")
     ax.set_title(textwrap.fill(title, 62))
     handles = [Patch(color=COLOURS[k], label=LABELS[k]) for k in COLOURS if k in seen]
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncols=2, frameon=False)
+    # below the axis label at a fixed distance in points (a fraction of the axes' height would fall on the
+    # label of a short panel)
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), borderaxespad=3.3, ncols=2,
+              frameon=False)
     tidy(fig)
     _drop_labels_wider_than_bars(fig, labelled)
     return fig
