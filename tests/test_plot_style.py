@@ -111,3 +111,27 @@ def test_markdown_table_caption_and_name():
     assert plain.startswith("| A |")
     captioned = markdown_table([{"a": 1}], {"a": "A"}, caption="Numbers,\n  one row.", name="tbl-x")
     assert captioned.startswith("::::{table} Numbers, one row.\n:name: tbl-x\n") and captioned.endswith("\n::::")
+
+
+def test_setup_book_checks_displayed_figures_into_a_named_file(tmp_path):
+    """With ``check_to``, every figure the notebook displays is checked and its problems written to that file,
+    named by the page; a second call without it stops checking (no wrapper stacks on another)."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    report = tmp_path / "figures.txt"
+    try:
+        style.setup_book(check_to=str(report), page="labs/example")
+        fig, ax = plt.subplots(figsize=(1.0, 0.6))
+        ax.set_title("a title far too long for a one-inch figure to hold")
+        svg = shell.display_formatter.formatters["image/svg+xml"](fig)
+        assert svg and "<title>" in svg
+        lines = report.read_text().splitlines()
+        assert lines and all("labs/example" in line for line in lines)
+        style.setup_book()
+        shell.display_formatter.formatters["image/svg+xml"](fig)
+        assert report.read_text().splitlines() == lines
+        plt.close(fig)
+    finally:
+        plt.rcdefaults()
+        InteractiveShell.clear_instance()

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch
 
 from aihw.catalogue.hardware import Chip, get_chip
-from aihw.plots.style import figure_of, styled
+from aihw.plots.style import bytes_axis, figure_of, styled
 
 
 def _axes(ax: Axes | None, figsize: tuple[float, float]) -> Axes:
@@ -119,7 +119,8 @@ def plot_bandwidth_sweep(rows: Sequence[Mapping], *, caches: Mapping[str, int] |
         ax.axvline(value, color="grey", ls="--", lw=1)
         ax.text(value, ax.get_ylim()[1] * (0.95 - 0.07 * i), f" {name}", fontsize="small", color="grey")
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("working set (bytes)")
+    bytes_axis(ax.xaxis)
+    ax.set_xlabel("working set")
     ax.set_ylabel("read bandwidth (GB/s)")
     ax.legend(fontsize="small", loc="lower left")
     return figure_of(ax)
@@ -208,14 +209,15 @@ def plot_latency(by_size: Sequence[Mapping], by_stride: Sequence[Mapping], *,
     """Left: ns per dependent load against working set (random chain); right: against stride (one working set)."""
     if axes is None:
         _, axes = plt.subplots(1, 2, figsize=(11, 3.6), layout="constrained")
-    for ax, rows, key, label in ((axes[0], by_size, "working_set", "working set (bytes)"),
-                                 (axes[1], by_stride, "stride", "stride (bytes)")):
+    for ax, rows, key, label in ((axes[0], by_size, "working_set", "working set"),
+                                 (axes[1], by_stride, "stride", "stride")):
         x = [r[key] for r in rows]
         best = np.array([r["ns"] for r in rows])
         ax.errorbar(x, best, yerr=[np.zeros_like(best), np.array([r["high"] for r in rows]) - best], marker="o",
                     capsize=3, label="best of 3 (bar: worst)")
         ax.set(xscale="log", yscale="log", xlabel=label, ylabel="ns per dependent load")
         ax.set_xscale("log", base=2)
+        bytes_axis(ax.xaxis, max_ticks=4)
     for name, value in (caches or {}).items():
         axes[0].axvline(value, color="grey", ls="--", lw=1)
         axes[0].text(value, best.max(), f" {name}", fontsize="small", color="grey", va="top")

@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from aihw.plots.style import COLUMN_WIDTH_IN, PALETTE, legend_outside, styled
+from aihw.plots.style import COLUMN_WIDTH_IN, PALETTE, legend_outside, place_labels, styled
 
 FAMILY_MARKERS = {"fp32": "*", "quantized": "o", "int8 dynamic": "D", "pruned": "s", "distilled": "^",
                   "student alone": "v", "distilled + int8": "P"}
@@ -243,15 +243,16 @@ def plot_tradeoff(points: Sequence[Mapping], axes=None):
                 continue
             ax.scatter([p[key] / scale for p in pts], [100 * p["accuracy"] for p in pts],
                        marker=FAMILY_MARKERS.get(family, "o"), s=60, color=colours[i % len(colours)], label=family)
-            for p in pts:
-                ax.annotate(p["name"], (p[key] / scale, 100 * p["accuracy"]), xytext=(4, 3),
-                            textcoords="offset points", fontsize="small")
         ax.set(xscale="log", xlabel=label, ylabel="test accuracy (%)")
         _log_ticks(ax.xaxis)
         ax.grid(True, alpha=0.3)
     axes[0].set_title("Accuracy against size")
     axes[1].set_title("Accuracy against latency")
     legend_outside(axes[0], where="right")
+    for ax, key, scale in ((axes[0], "size_bytes", 1e3), (axes[1], "latency_s", 1e-6)):
+        ax.margins(x=0.12, y=0.12)  # room for the labels of the outermost points
+        pts = [p for p in points if p.get(key) is not None]
+        place_labels(ax, [p[key] / scale for p in pts], [100 * p["accuracy"] for p in pts], [p["name"] for p in pts])
     return fig
 
 

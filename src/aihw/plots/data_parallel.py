@@ -133,15 +133,17 @@ def plot_cluster_estimates(estimates: Sequence[ClusterEstimate], *, title: str =
 
 @styled
 def plot_memory_comparison(rows: Sequence[Mapping], ax=None):
-    """Grouped bars per (method, component): measured bytes on rank 0 vs the estimator's prediction (KB)."""
-    fig, ax = _axes(ax)
+    """Paired horizontal bars per (method, component): measured bytes on rank 0 vs the estimator's prediction
+    (kB), one row per pair (horizontal, so each label has a row of its own instead of running into the next)."""
     rank0 = [r for r in rows if r["rank"] == 0]
-    labels = [f"{r['method']}\n{r['component']}" for r in rank0]
-    x = np.arange(len(rank0))
-    ax.bar(x - 0.2, [r["measured_bytes"] / 1e3 for r in rank0], 0.4, label="measured (tensor bytes, rank 0)")
-    ax.bar(x + 0.2, [r["predicted_bytes"] / 1e3 for r in rank0], 0.4, label="predicted (aihw.memory.estimator)")
-    ax.set_xticks(x, labels, fontsize="small")
-    ax.set(ylabel="kB per rank (1 kB = 1000 bytes)", title="Per-rank training state: plain DP, ZeRO-1, FSDP")
-    legend_outside(ax)
+    fig, ax = _axes(ax, figsize=(COLUMN_WIDTH_IN, 1.6 + 0.34 * len(rank0)))
+    labels = [f"{r['method']}: {r['component']}" for r in rank0]
+    y = np.arange(len(rank0))
+    ax.barh(y - 0.2, [r["measured_bytes"] / 1e3 for r in rank0], 0.4, label="measured (tensor bytes, rank 0)")
+    ax.barh(y + 0.2, [r["predicted_bytes"] / 1e3 for r in rank0], 0.4, label="predicted (aihw.memory.estimator)")
+    ax.set_yticks(y, labels, fontsize="small")
+    ax.invert_yaxis()
+    ax.set(xlabel="kB per rank (1 kB = 1000 bytes)", title="Per-rank training state: plain DP, ZeRO-1, FSDP")
+    legend_outside(ax, ncols=1)
     tidy(fig)
     return fig

@@ -102,7 +102,7 @@ def draw_tpu_chip(ax=None, *, name: str = "TPU v4", cores: int = 2, mxus_per_cor
         _box(ax, 8.65, y + 0.25, 1.4, (height - 1.1) / 2 - 0.05, "scalar", colour=SKY)
         _box(ax, 8.65, y + 0.25 + (height - 1.1) / 2 + 0.05, 1.4, (height - 1.1) / 2 - 0.05, "VMEM",
              colour=YELLOW)
-    _box(ax, 10.6, 1.0, 1.3, 6.6, hbm.replace(" ", "\n", 1), colour=ORANGE, text_colour="white")
+    _box(ax, 10.6, 1.0, 1.3, 6.6, hbm.replace(" ", "\n"), colour=ORANGE, text_colour="white")
     _arrow(ax, (10.4, 4.3), (10.6, 4.3), both=True)
     _box(ax, 0.1, 1.0, 1.3, 6.6, f"ICI\n{ici_links}\nlinks", colour=PINK, text_colour="white")
     _arrow(ax, (1.4, 4.3), (1.6, 4.3), both=True)

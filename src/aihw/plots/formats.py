@@ -8,9 +8,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from aihw.formats import numerics
-from aihw.plots.style import styled
+from aihw.plots.style import legend_outside, styled
 
-FIELD_COLOURS = {"sign": "#d62728", "exponent": "#1f77b4", "mantissa": "#2ca02c"}
 RECIPE_COLOURS = {"fp32": "black", "fp16": "#d62728", "fp16_scaled": "#2ca02c", "bf16_pure": "#d62728",
                   "bf16_master": "#1f77b4", "bf16_stochastic": "#ff7f0e", "none": "black", "current": "#1f77b4",
                   "delayed": "#d62728", "block": "#2ca02c"}
@@ -26,7 +25,7 @@ def plot_number_line(fmt: str, *, low: float = 0.0, high: float | None = None, a
     ax.vlines(shown, 0, 1, lw=0.8)
     ax.set_yticks([])
     ax.set_xlim(low, high)
-    ax.set_title(f"{fmt}: {shown.size} representable values in [{low:g}, {high:g}]", fontsize=9)
+    ax.set_title(f"{fmt}: {shown.size} representable values in [{low:g}, {high:g}]", fontsize="small")
     return fig
 
 
@@ -38,8 +37,8 @@ def plot_losses(curves: Mapping[str, Sequence[float]], *, title: str = "", ax=No
         ax.plot(np.arange(1, len(losses) + 1), losses, label=label, color=RECIPE_COLOURS.get(label), lw=1.4)
     ax.set_xlabel("step")
     ax.set_ylabel("training loss")
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8)
+    ax.set_title(title)
+    legend_outside(ax)
     return fig
 
 
@@ -52,21 +51,30 @@ def plot_fraction(curves: Mapping[str, Sequence[float]], *, ylabel: str, title: 
     ax.set_xlabel("step")
     ax.set_ylabel(ylabel)
     ax.set_ylim(-0.02, 1.02)
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8)
+    ax.set_title(title)
+    legend_outside(ax)
     return fig
+
+
+def _format_label(name: str, bits: float) -> str:
+    """'per_tensor_fp8_e4m3', 8 -> 'fp8 e4m3, one scale (8 b)'; 'mxfp4', 4.25 -> 'mxfp4 (4.25 b)'."""
+    if name.startswith("per_tensor_"):
+        return f"{name.removeprefix('per_tensor_').replace('_', ' ')}, one scale ({bits:g} b)"
+    return f"{name.replace('_', ' ')} ({bits:g} b)"
 
 
 @styled
 def plot_block_errors(rows: Sequence[Mapping], *, title: str = "", ax=None):
-    """Relative RMS quantization error per format (bars), bits per value in the labels."""
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(7, 3.4))
-    labels = [f"{r['format']}\n{r['bits_per_value']:g} b" for r in rows]
+    """Relative RMS quantization error per format (horizontal bars, log scale), bits per value in the labels;
+    blue: one scale for the whole tensor, green: a scale per block."""
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(6.0, 0.8 + 0.32 * len(rows)))
+    labels = [_format_label(str(r["format"]), float(r["bits_per_value"])) for r in rows]
     vals = [100 * float(r["rel_rms"]) for r in rows]
-    ax.bar(np.arange(len(rows)), vals, color=["#1f77b4" if "per_tensor" in str(r["format"]) else "#2ca02c"
-                                              for r in rows])
-    ax.set_xticks(np.arange(len(rows)), labels, fontsize=7)
-    ax.set_ylabel("relative RMS error (%)")
-    ax.set_yscale("log")
-    ax.set_title(title, fontsize=10)
+    y = np.arange(len(rows))
+    ax.barh(y, vals, color=["#1f77b4" if "per_tensor" in str(r["format"]) else "#2ca02c" for r in rows])
+    ax.set_yticks(y, labels, fontsize="small")
+    ax.invert_yaxis()
+    ax.set_xlabel("relative RMS error (%)")
+    ax.set_xscale("log")
+    ax.set_title(title)
     return fig

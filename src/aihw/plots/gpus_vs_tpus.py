@@ -24,7 +24,17 @@ from aihw.chips.roofline import (
 )
 from aihw.chips.simt import ACCESS_FIELDS, AccessCounts
 from aihw.chips.systolic import SystolicResult, SystolicTrace
-from aihw.plots.style import COLUMN_WIDTH_IN, figure_of, legend_outside, plain_log_labels, styled, tidy
+from aihw.plots.style import (
+    BASE_FONT_PT,
+    COLUMN_WIDTH_IN,
+    book_style,
+    figure_of,
+    legend_outside,
+    place_labels,
+    plain_log_labels,
+    styled,
+    tidy,
+)
 
 
 @styled
@@ -46,29 +56,36 @@ def plot_roofline(chips: Sequence[str | Chip], dtype: str = "bf16", *, ops: Iter
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(COLUMN_WIDTH_IN, 5))
     x = np.logspace(np.log10(intensity_range[0]), np.log10(intensity_range[1]), 400)
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    missing = []
     for i, chip in enumerate(chips):
         chip = get_chip(chip) if isinstance(chip, str) else chip
         if dtype not in chip.flops:
+            missing.append(chip.name)
             continue
         peak, bw = chip.peak_flops(dtype), chip.bandwidth_bytes_per_s
         colour = colours[i % len(colours)]
         ax.plot(x, roofline_curve(peak, bw, x) / 1e12, color=colour, lw=2,
                 label=f"{chip.name} ({peak / 1e12:,.0f} TFLOP/s, {bw / 1e12:.2f} TB/s)")
         ax.plot([ridge_point(peak, bw)], [peak / 1e12], "o", color=colour, ms=5)
+    ops = list(ops)
     for op in ops:
         ax.plot([op.intensity], [op.attainable_flops / 1e12], "k^", ms=8)
-        right = op.intensity > np.sqrt(intensity_range[0] * intensity_range[1]) * 10  # label inside the axes
-        ax.annotate(f"{op.name}\n{op.bound}-bound", (op.intensity, op.attainable_flops / 1e12),
-                    textcoords="offset points", xytext=(-6, -26) if right else (6, -18), fontsize="small",
-                    ha="right" if right else "left")
     if measured is not None:
         _plot_measured(ax, measured, measured_dtype or dtype, x)
+    for name in missing:  # say so in the legend rather than leave a named chip silently undrawn
+        ax.plot([], [], " ", label=f"{name}: no {dtype} peak in the catalogue, not drawn")
     ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOP/byte)",
            ylabel="attainable performance (TFLOP/s, dense)", title=f"Roofline, {dtype}")
     ax.grid(True, which="major", alpha=0.3)
     legend_outside(ax, ncols=1)
     if ax.figure.get_layout_engine() is None:
         fig.set_layout_engine("constrained")
+    if ops:  # on a white ground, off each other and the axes' edges: the roofs run under every label
+        place_labels(ax, [op.intensity for op in ops], [op.attainable_flops / 1e12 for op in ops],
+                     [f"{op.name}\n{op.bound}-bound" for op in ops],
+                     offsets=((6, -8, "left", "top"), (-6, -8, "right", "top"), (6, 6, "left", "bottom"),
+                              (-6, 6, "right", "bottom")),
+                     bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85})
     return fig
 
 
@@ -118,16 +135,16 @@ class RooflinePlot:
     """
 
     def __init__(self, *, intensity_range: tuple[float, float] = (0.05, 1e4),
-                 tflops_range: tuple[float, float] = (1e-3, 2e4), figsize: tuple[float, float] = (COLUMN_WIDTH_IN, 4.2),
+                 tflops_range: tuple[float, float] = (1e-3, 2e4), figsize: tuple[float, float] = (COLUMN_WIDTH_IN, 5.0),
                  dpi: int = 80):
-        self.fig, self.ax = plt.subplots(figsize=figsize, dpi=dpi)
-        self.x = np.logspace(np.log10(intensity_range[0]), np.log10(intensity_range[1]), 60)
-        self.ax.set(xscale="log", yscale="log", xlim=intensity_range, ylim=tflops_range,
-                    xlabel="arithmetic intensity (FLOP/byte)", ylabel="attainable (TFLOP/s, dense)")
-        self.ax.grid(True, which="major", alpha=0.3)
-        self.ax.minorticks_off()  # minor log ticks are most of the drawing time
+        with book_style():  # the book's fonts (the legend at the minimum size, not matplotlib's smaller default)
+            self.fig, self.ax = plt.subplots(figsize=figsize, dpi=dpi, layout="constrained")
+            self.x = np.logspace(np.log10(intensity_range[0]), np.log10(intensity_range[1]), 60)
+            self.ax.set(xscale="log", yscale="log", xlim=intensity_range, ylim=tflops_range,
+                        xlabel="arithmetic intensity (FLOP/byte)", ylabel="attainable (TFLOP/s, dense)")
+            self.ax.grid(True, which="major", alpha=0.3)
+            self.ax.minorticks_off()  # minor log ticks are most of the drawing time
         plain_log_labels(self.fig)  # superscript exponents would be drawn below the minimum text size
-        self.fig.subplots_adjust(left=0.11, right=0.97, bottom=0.13, top=0.92)
         self._artists: list = []
 
     def update(self, chips: Sequence[Chip], dtype: str, ops: Iterable[OpEstimate] = ()) -> None:
@@ -145,12 +162,16 @@ class RooflinePlot:
         for op in ops:
             self._artists += self.ax.plot([op.intensity], [op.attainable_flops / 1e12], "k^", ms=8,
                                           label=f"{op.name}: {op.bound}-bound")
-        self._artists.append(self.ax.legend(fontsize="small", loc="lower right"))
-        self.ax.set_title(f"Roofline, {dtype}")
+        with book_style():
+            legend = legend_outside(self.ax, ncols=1)
+        if legend is not None:
+            self._artists.append(legend)
+        self.ax.set_title(f"Roofline, {dtype}", fontsize=BASE_FONT_PT)
 
-    def png(self) -> bytes:
+    def png(self, dpi: int = 192) -> bytes:
+        """The figure as PNG at ``dpi`` (192: twice the 96 CSS px per inch it is shown at, sharp on a phone)."""
         buffer = io.BytesIO()
-        self.fig.savefig(buffer, format="png", pil_kwargs={"compress_level": 1})
+        self.fig.savefig(buffer, format="png", dpi=dpi, pil_kwargs={"compress_level": 1})
         return buffer.getvalue()
 
 
@@ -190,23 +211,26 @@ def plot_utilisation(result: SystolicResult, ax: Axes | None = None) -> Figure:
 @styled
 def plot_access_counts(systolic_counts: AccessCounts, simt_counts: AccessCounts,
                        ax: Axes | None = None, *, labels: tuple[str, str] = ("systolic", "SIMT")) -> Figure:
-    """Grouped bars of accesses per useful MAC (log scale); a zero is written as "0" above its slot."""
-    ax = _axes(ax, (COLUMN_WIDTH_IN, 4.0))
-    x = np.arange(len(ACCESS_FIELDS))
-    width = 0.38
+    """Paired horizontal bars of accesses per useful MAC (log scale), one row per kind of access, the value
+    written at the end of each bar; a zero is written as "0" at the left edge of its slot."""
+    ax = _axes(ax, (COLUMN_WIDTH_IN, 4.6))
+    y = np.arange(len(ACCESS_FIELDS))
+    height = 0.4
     rows = [np.array([c.per_mac()[name] for name in ACCESS_FIELDS]) for c in (systolic_counts, simt_counts)]
     positive = np.concatenate(rows)[np.concatenate(rows) > 0]
-    low, high = (positive.min() / 4, positive.max() * 4) if positive.size else (1e-3, 10.0)
-    for offset, values, label in zip((-width / 2, width / 2), rows, labels, strict=True):
-        bars = ax.bar(x + offset, np.where(values > 0, values, np.nan), width, label=label)
-        for xi, v in zip(x + offset, values, strict=True):
-            ax.annotate("0" if v == 0 else f"{v:.3g}", (xi, v if v > 0 else low), ha="center",
-                        va="bottom", fontsize="small", color=bars.patches[0].get_facecolor())
-    ax.set_yscale("log")
-    ax.set_ylim(low, high)
-    ax.set_xticks(x, [_LABELS[name] for name in ACCESS_FIELDS], fontsize="small")
-    ax.set_ylabel("element accesses per MAC")
-    legend_outside(ax)
+    low, high = (positive.min() / 4, positive.max() * 40) if positive.size else (1e-3, 10.0)
+    for offset, values, label in zip((-height / 2, height / 2), rows, labels, strict=True):
+        bars = ax.barh(y + offset, np.where(values > 0, values, np.nan), height, label=label)
+        colour = bars.patches[0].get_facecolor()
+        for yi, v in zip(y + offset, values, strict=True):
+            ax.annotate("0" if v == 0 else f"{v:.3g}", (v if v > 0 else low, yi), xytext=(3, 0),
+                        textcoords="offset points", ha="left", va="center", fontsize="small", color=colour)
+    ax.set_xscale("log")
+    ax.set_xlim(low, high)
+    ax.set_yticks(y, [_LABELS[name].replace("\n", " ") for name in ACCESS_FIELDS], fontsize="small")
+    ax.invert_yaxis()
+    ax.set_xlabel("element accesses per MAC")
+    legend_outside(ax, ncols=2)
     return figure_of(ax)
 
 

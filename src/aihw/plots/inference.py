@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 
-from aihw.plots.style import styled
+from aihw.plots.style import place_labels, styled
 
 MEASURED, PREDICTED, CACHE = "#1f77b4", "#d62728", "#7f7f7f"
 
@@ -71,12 +71,16 @@ def plot_roofline_points(*, bandwidth: float, peak: float, points: Sequence[tupl
     for label, intensity, achieved in points:
         colour = PREDICTED if label.startswith("prefill") else MEASURED
         ax.plot(intensity, achieved, "o", color=colour)
-        ax.annotate(label, (intensity, achieved), textcoords="offset points", xytext=(4, -10), fontsize=7)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP / byte)")
     ax.set_ylabel("FLOP / s")
     ax.set_title(title or "Decode and prefill on this machine's roofline")
+    ax.margins(x=0.1, y=0.15)
+    fig.set_layout_engine("constrained")
+    place_labels(ax, [p[1] for p in points], [p[2] for p in points], [p[0] for p in points],
+                 offsets=((5, -4, "left", "top"), (-5, -4, "right", "top"), (5, 4, "left", "bottom"),
+                          (-5, 4, "right", "bottom"), (0, -8, "center", "top"), (0, 8, "center", "bottom")))
     return fig
 
 

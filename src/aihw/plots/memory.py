@@ -37,9 +37,9 @@ def plot_breakdown(estimates: MemoryEstimate | Mapping[str, MemoryEstimate], *, 
         ax.annotate(f"{top:,.0f} GB" if top >= 100 else f"{top:.3g} GB", (xi, top), ha="center", va="bottom",
                     fontsize="small")
     if capacity_bytes:
-        ax.axhline(capacity_bytes / GB, color="black", ls="--", lw=1.2)
-        ax.annotate(f"{capacity_label}: {capacity_bytes / GB:,.0f} GB", (x[0] - 0.4, capacity_bytes / GB),
-                    ha="left", va="bottom", fontsize="small")
+        # in the legend, not written on the line: a label there collides with the bars' totals
+        ax.axhline(capacity_bytes / GB, color="black", ls="--", lw=1.2,
+                   label=f"{capacity_label}: {capacity_bytes / GB:,.0f} GB")
     ax.set_xticks(x, labels, rotation=15 if len(labels) > 3 else 0, ha="right" if len(labels) > 3 else "center")
     ax.set_ylabel("memory (GB = 1e9 bytes)")
     ax.set_title("per device" if per_device else "one device holding everything")

@@ -33,24 +33,41 @@ def plot_timeline(events: Sequence[TimelineEvent], *, stages: int | None = None,
         events += idle_events(events, stages, step_s)
     scale = {"ms": 1e3, "s": 1.0, "": 1.0}[unit]
     seen = set()
+    labelled = []
     for e in events:
         height = 0.35 if e.kind in ("send", "recv") else 0.8
         seen.add(e.kind)
-        ax.barh(e.stage, e.duration * scale, left=e.start * scale, height=height, color=COLOURS.get(e.kind, "k"),
-                edgecolor="white" if e.kind in ("forward", "backward") else "none", linewidth=0.5)
+        bars = ax.barh(e.stage, e.duration * scale, left=e.start * scale, height=height,
+                       color=COLOURS.get(e.kind, "k"),
+                       edgecolor="white" if e.kind in ("forward", "backward") else "none", linewidth=0.5)
         if e.kind in ("forward", "backward") and e.duration * scale > 0.02 * step_s * scale:
             text = str(e.micro_batch) if e.chunk == 0 else f"{e.micro_batch}.{e.chunk}"
-            ax.text((e.start + e.duration / 2) * scale, e.stage, text, ha="center", va="center", fontsize="small",
-                    color="white")
+            labelled.append((ax.text((e.start + e.duration / 2) * scale, e.stage, text, ha="center", va="center",
+                                     fontsize="small", color="white"), bars.patches[0]))
     ax.set_yticks(range(stages), [f"stage {s}" for s in range(stages)])
     ax.set_ylim(stages - 0.5, -0.5)
     ax.set_xlim(0, step_s * scale)
     ax.set_xlabel(f"time ({unit})" if unit else "time (units of one forward)")
-    ax.set_title(title)
+    ax.set_title(textwrap.fill(title, 62))
     handles = [Patch(color=COLOURS[k], label=LABELS[k]) for k in COLOURS if k in seen]
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncols=2, frameon=False)
+    # below the axis label at a fixed distance in points (a fraction of the axes' height would fall on the
+    # label of a short panel)
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), borderaxespad=3.3, ncols=2,
+              frameon=False)
     tidy(fig)
+    _drop_labels_wider_than_bars(fig, labelled)
     return fig
+
+
+def _drop_labels_wider_than_bars(fig, labelled) -> None:
+    """Remove each micro-batch number that would spill out of its bar (short bars, many micro-batches)."""
+    if not labelled:
+        return
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    for text, bar in labelled:
+        if text.get_window_extent(renderer).width > bar.get_window_extent(renderer).width - 1:
+            text.remove()
 
 
 @styled
@@ -97,11 +114,17 @@ def plot_bubble_vs_m(p_values: Sequence[int], m_max: int, *, measured: dict | No
 
 
 @styled
-def plot_layout_times(layouts: Sequence, *, top: int = 6, ax=None):
-    """Stacked step-time terms (compute, bubble, exposed communication, overhead) of the ``top`` planner layouts."""
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(
-        figsize=(COLUMN_WIDTH_IN, 1.4 + 0.8 * min(top, len(layouts))))
+def plot_layout_times(layouts: Sequence, *, top: int = 6, names: Sequence[str] | None = None, title: str = "",
+                      ax=None):
+    """Stacked step-time terms (compute, bubble, exposed communication, overhead) of the ``top`` planner layouts;
+    ``names``: a label per layout instead of its own (e.g. "published: ..." for a pinned one)."""
     shown = list(layouts)[:top]
+    # labels wrapped: a one-line layout label would take the whole column width and leave no room for the bars
+    labels = [textwrap.fill(label, 26) for label in (list(names)[:len(shown)] if names is not None
+                                                      else [x.label for x in shown])]
+    lines = max((label.count("\n") + 1 for label in labels), default=1)
+    row = max(0.8, 0.17 * lines + 0.25)  # inches per layout: room for its wrapped label
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(COLUMN_WIDTH_IN, 1.4 + row * len(shown)))
     terms = [t for t in ("compute", "bubble", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm", "overhead")
              if any(x.breakdown.get(t, 0) for x in shown)]
     left = np.zeros(len(shown))
@@ -109,10 +132,11 @@ def plot_layout_times(layouts: Sequence, *, top: int = 6, ax=None):
         values = np.array([x.breakdown[term] for x in shown])
         ax.barh(range(len(shown)), values, left=left, color=f"C{i}", label=term.replace("_", " "))
         left += values
-    # labels wrapped: a one-line layout label would take the whole column width and leave no room for the bars
-    ax.set_yticks(range(len(shown)), [textwrap.fill(x.label, 26) for x in shown], fontsize="small")
+    ax.set_yticks(range(len(shown)), labels, fontsize="small")
     ax.invert_yaxis()
     ax.set_xlabel("estimated step time (s)")
+    if title:
+        ax.set_title(textwrap.fill(title, 40))
     legend_outside(ax, ncols=3)
     tidy(fig)
     return fig

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
+import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.rcsetup import cycler
 
@@ -112,6 +113,112 @@ def _plain(value: float, _pos=None) -> str:
     return f"{value:g}"
 
 
+def binary_size(value: float) -> str:
+    """``16 KiB``, ``4 MiB``, ``1 GiB`` for a byte count (powers of two print without decimals)."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value:.0f} B"
+
+
+def bytes_axis(axis, *, max_ticks: int = 6) -> None:
+    """Label a log-2 byte axis ``16 KiB, 256 KiB, 4 MiB``: ticks at powers of two, spaced so that at most
+    ``max_ticks`` labels share the axis (labels like ``1.04858e+06`` would run together)."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    lo, hi = sorted(axis.get_view_interval())
+    lo, hi = max(lo, 1.0), max(hi, 2.0)
+    first, last = int(np.ceil(np.log2(lo))), int(np.floor(np.log2(hi)))
+    step = max(1, int(np.ceil((last - first + 1) / max_ticks)))
+    step = next(s for s in (1, 2, 4, 8, 16) if s >= step) if step <= 16 else step
+    start = first + (-first) % step
+    axis.set_major_locator(FixedLocator([2.0**k for k in range(start, last + 1, step)]))
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: binary_size(v)))
+    axis.set_minor_locator(NullLocator())
+
+
+_LABEL_OFFSETS = ((5, 3, "left", "bottom"), (5, -3, "left", "top"), (-5, 3, "right", "bottom"),
+                  (-5, -3, "right", "top"), (0, 7, "center", "bottom"), (0, -7, "center", "top"))
+
+
+def place_labels(ax, xs, ys, labels, *, fontsize="small", offsets=_LABEL_OFFSETS, **kwargs) -> list:
+    """Annotate points ``(xs[i], ys[i])`` with ``labels[i]``, each put at the first of six spots around its
+    point (by default right-above, right-below, left-above, left-below, above, below; or ``offsets``: (dx, dy
+    in points, ha, va) tried in order) where it overlaps no label already
+    placed, no other text of the axes and stays inside the axes; the least-overlapping spot if none is free.
+
+    The figure is laid out first (constrained layout moves the axes), so the positions hold when it is drawn.
+    Returns the annotations."""
+    fig = figure_of(ax)
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    area = ax.get_window_extent(renderer)
+    taken = [t.get_window_extent(renderer) for t in ax.texts if t.get_visible() and t.get_text()]
+    from matplotlib.transforms import Bbox
+
+    marker = 5.0 * fig.dpi / 72  # the points themselves (a marker about 10 pt across) are obstacles too
+    for px, py in ax.transData.transform(np.column_stack([np.asarray(xs, float), np.asarray(ys, float)])):
+        taken.append(Bbox([[px - marker, py - marker], [px + marker, py + marker]]))
+    placed = []
+
+    def cost(box) -> float:
+        inside = max(0.0, area.x0 - box.x0) + max(0.0, box.x1 - area.x1) + max(0.0, area.y0 - box.y0) + max(
+            0.0, box.y1 - area.y1)
+        hits = sum(max(0.0, min(box.x1, o.x1) - max(box.x0, o.x0)) * max(0.0, min(box.y1, o.y1) - max(box.y0, o.y0))
+                   for o in taken)
+        return hits + 50.0 * inside
+
+    for x, y, label in zip(xs, ys, labels, strict=True):
+        best = None
+        for dx, dy, ha, va in offsets:
+            note = ax.annotate(label, (x, y), xytext=(dx, dy), textcoords="offset points", ha=ha, va=va,
+                               fontsize=fontsize, **kwargs)
+            note.set_in_layout(False)  # placed for this layout: it must not make constrained layout move the axes
+            box = note.get_window_extent(renderer)
+            c = cost(box)
+            if best is None or c < best[0]:
+                if best is not None:
+                    best[1].remove()
+                best = (c, note, box)
+            else:
+                note.remove()
+            if c == 0:
+                break
+        assert best is not None
+        taken.append(best[2])
+        placed.append(best[1])
+    return placed
+
+
+def alt_text(fig, lead: str = "") -> str:
+    """A text alternative for ``fig`` built from what it shows: ``lead`` (what the figure is), then each panel's
+    title, axis labels (with "log scale" where an axis is logarithmic) and legend entries. For images that a
+    widget redraws, so the description follows the figure."""
+    parts = [lead.strip().rstrip(".")] if lead.strip() else []
+    if getattr(fig, "_suptitle", None) is not None and fig._suptitle.get_text():
+        parts.append(fig._suptitle.get_text().replace("\n", " "))
+    for ax in getattr(fig, "axes", ()):
+        if not ax.get_visible():
+            continue
+        bits = []
+        title = ax.get_title().replace("\n", " ")
+        if title:
+            bits.append(title)
+        if ax.axison:
+            for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+                label = axis.get_label_text().replace("\n", " ")
+                if label:
+                    bits.append(f"{name}: {label}" + (" (log scale)" if axis.get_scale() == "log" else ""))
+        legend = ax.get_legend()
+        if legend is not None:
+            entries = [t.get_text() for t in legend.get_texts() if t.get_text()]
+            if entries:
+                bits.append("legend: " + "; ".join(entries))
+        if bits:
+            parts.append(", ".join(bits))
+    return ". ".join(parts) + "." if parts else "Figure."
+
+
 def fit_column(fig):
     """Narrow a figure drawn wider than the book's column to the column width (height kept): a browser shows a
     figure at most a column wide, so a wider one would have its text shrunk below the minimum. Returns ``fig``."""
@@ -121,16 +228,35 @@ def fit_column(fig):
     return fig
 
 
+_DEPTH = 0  # how many styled plot functions are running (one inside another: only the outermost settles)
+
+
+def settle(fig):
+    """Lay ``fig`` out once without rendering, so the first real draw (the SVG the page shows) starts from settled
+    tick labels: constrained layout measured before the ticks exist can place an axis label off the canvas.
+    Returns ``fig``."""
+    fig.draw_without_rendering()
+    return fig
+
+
 def styled(func: F) -> F:
     """Decorator: run a plot function under :func:`book_style` (and label its log axes in plain numbers)."""
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
+        global _DEPTH
         with book_style():
-            result = func(*args, **kwargs)
+            _DEPTH += 1
+            try:
+                result = func(*args, **kwargs)
+            finally:
+                _DEPTH -= 1
             if not isinstance(result, mpl.figure.Figure):
                 return result
-            return legible(plain_log_labels(tidy(fit_column(result))))
+            fig = legible(plain_log_labels(tidy(fit_column(result))))
+            if _DEPTH == 0:
+                settle(fig)
+            return fig
 
     return wrapper  # type: ignore[return-value]
 
@@ -141,9 +267,12 @@ def figure_of(ax: Axes) -> Figure:
     return fig if isinstance(fig, Figure) else fig.figure
 
 
-def setup_book(*, formats: tuple[str, ...] = ("svg",)) -> None:
+def setup_book(*, formats: tuple[str, ...] = ("svg",), check_to: str | None = None,
+               page: str | None = None) -> None:
     """Apply the style for the whole session (one call at the top of a chapter or lab) and, inside IPython,
-    make the inline backend emit ``formats`` (SVG by default)."""
+    make the inline backend emit ``formats`` (SVG by default). With ``check_to`` (a file path),
+    :func:`aihw.plots.check.check_figure` runs on every figure the notebook displays and appends its problems
+    to that file, one line each, named by ``page``."""
     mpl.rcParams.update(RC)
     try:
         from IPython import get_ipython
@@ -156,6 +285,50 @@ def setup_book(*, formats: tuple[str, ...] = ("svg",)) -> None:
     # The figure as drawn, at the column width: 'tight' bounding boxes grow figures with outside legends past
     # the column, and the browser then shrinks their text (constrained layout already makes room inside).
     set_matplotlib_formats(*formats, bbox_inches=None)
+    _wrap_figure_formatters(get_ipython(), formats, check_to=check_to, page=page or "notebook")
+
+
+def svg_with_title(svg: str, title: str) -> str:
+    """``svg`` with ``title`` as its first child ``<title>`` (a text alternative the book's pages use as the
+    image's alt text, and screen readers read for an inline SVG)."""
+    import html
+    import re
+
+    found = re.search(r"<svg\b[^>]*>", svg)
+    if found is None or "<title>" in svg[found.end():found.end() + 200]:
+        return svg
+    return svg[:found.end()] + f"<title>{html.escape(title, quote=False)}</title>" + svg[found.end():]
+
+
+def _wrap_figure_formatters(ip, formats: tuple[str, ...], *, check_to: str | None, page: str) -> None:
+    """Every figure the notebook displays as SVG carries a ``<title>`` describing it (:func:`alt_text`: the
+    book copies it into the image's alt text). With ``check_to``, :func:`aihw.plots.check.check_figure` also
+    runs on every displayed figure and appends its problems to that file, so a figure composed in a page (not
+    only the package's plot functions) is checked as the reader sees it."""
+    mime = {"svg": "image/svg+xml", "png": "image/png", "retina": "image/png", "pdf": "application/pdf"}
+    for fmt in formats:
+        formatter = ip.display_formatter.formatters.get(mime.get(fmt, ""))
+        if formatter is None:
+            continue
+        try:
+            draw = formatter.lookup_by_type(Figure)
+        except KeyError:
+            continue
+        draw = getattr(draw, "_aihw_unwrapped", draw)
+
+        def wrapped(fig, _draw=draw, _svg=fmt == "svg"):
+            if check_to:
+                from aihw.plots.check import check_figure
+
+                problems = check_figure(fig, name=page)
+                if problems:
+                    with open(check_to, "a", encoding="utf-8") as out:
+                        out.write("\n".join(problems) + "\n")
+            data = _draw(fig)
+            return svg_with_title(data, alt_text(fig)) if _svg and isinstance(data, str) else data
+
+        wrapped._aihw_unwrapped = draw  # type: ignore[attr-defined]
+        formatter.for_type(Figure, wrapped)
 
 
 def subplots(nrows: int = 1, ncols: int = 1, *, row_height: float = ROW_HEIGHT_IN, width: float = COLUMN_WIDTH_IN,
@@ -208,4 +381,4 @@ def small_text(fig) -> list[tuple[str, float]]:
 
 
 __all__ = ["COLUMN_WIDTH_IN", "ROW_HEIGHT_IN", "MIN_FONT_PT", "BASE_FONT_PT", "PALETTE", "RC", "book_style", "figure_of",
-           "styled", "plain_log_labels", "setup_book", "subplots", "panels", "tidy", "legend_outside", "rendered_font_px", "small_text"]
+           "styled", "plain_log_labels", "bytes_axis", "binary_size", "place_labels", "alt_text", "svg_with_title", "setup_book", "subplots", "panels", "tidy", "legend_outside", "rendered_font_px", "small_text"]

@@ -1,12 +1,15 @@
-"""Pieces every widget uses: an inline error line and showing a matplotlib figure in an Output."""
+"""Pieces every widget uses: an inline error line, and figures shown as 2x PNGs with alt text."""
 
 from __future__ import annotations
 
+import base64
 import html
 import io
 
 import ipywidgets as W
 import matplotlib.pyplot as plt
+
+from aihw.plots.style import alt_text
 
 
 def error_box() -> W.HTML:
@@ -27,22 +30,47 @@ def show_error(box: W.HTML, exc: BaseException | None, *, stale: tuple = ()) -> 
         widget.value = b"" if isinstance(widget, W.Image) else ""
 
 
-def show_figure(out: W.Output, fig) -> None:
-    """Replace ``out``'s content with ``fig`` and close the figure (no duplicate display)."""
-    out.clear_output(wait=True)
-    with out:
-        from IPython.display import display
-
-        display(fig)
-    plt.close(fig)
+IMAGE_DPI = 192  # twice the 96 CSS px per inch a figure is shown at: sharp on a phone and on a high-density screen
 
 
-def figure_png(fig, *, dpi: int = 150) -> bytes:
-    """Render ``fig`` to PNG bytes (for a ``W.Image``) and close it: cheaper than displaying in an Output."""
+def figure_png(fig, *, dpi: int = IMAGE_DPI) -> bytes:
+    """Render ``fig`` to PNG bytes at ``dpi`` and close it."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi)
     plt.close(fig)
     return buffer.getvalue()
+
+
+def img_tag(png: bytes, alt: str, *, width_in: float = 6.0) -> str:
+    """An ``<img>`` of PNG bytes with its text alternative, shown at most ``width_in`` inches (96 CSS px each)
+    wide and never wider than its column."""
+    data = base64.b64encode(png).decode("ascii")
+    return (f'<img class="aihw-figure" src="data:image/png;base64,{data}" alt="{html.escape(alt, quote=True)}" '
+            f'style="width:100%;max-width:{round(96 * width_in)}px;height:auto">')
+
+
+def figure_img(fig, *, alt: str = "", dpi: int = IMAGE_DPI) -> str:
+    """``fig`` as an ``<img>`` (PNG at ``dpi``) with alt text: ``alt`` followed by what the figure shows
+    (:func:`aihw.plots.style.alt_text`: titles, axes, legend). Closes the figure."""
+    description = alt_text(fig, alt)
+    width_in = float(fig.get_size_inches()[0])
+    return img_tag(figure_png(fig, dpi=dpi), description, width_in=width_in)
+
+
+def image_box() -> W.HTML:
+    """The widget a figure is shown in: an HTML ``<img>`` with alt text (:func:`figure_img`); ipywidgets'
+    Image has no alt attribute."""
+    return W.HTML(value="", layout=W.Layout(width="100%"))
+
+
+def show_figure(out: W.Output, fig, *, alt: str = "") -> None:
+    """Replace ``out``'s content with ``fig`` (a 2x PNG with alt text) and close the figure."""
+    from IPython.display import HTML, display
+
+    tag = figure_img(fig, alt=alt)
+    out.clear_output(wait=True)
+    with out:
+        display(HTML(tag))
 
 
 def run_button(label: str) -> W.Button:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import html
 
 import ipywidgets as W
-import matplotlib.pyplot as plt
 
 from aihw.chips import energy
 from aihw.plots.accelerator import plot_energy
@@ -33,6 +32,11 @@ def energy_view(*, n: int = 256, array: int = 128, precision: str = "bf16", on_c
     return {"bands": bands, "on_chip": on_chip, "html": table}
 
 
+def energy_figure(view: dict):
+    """The calculator's chart: pJ per MAC per design at the book's column width (legible on a phone)."""
+    return plot_energy(view["bands"], on_chip=view["on_chip"])
+
+
 def energy_calculator() -> W.VBox:
     """Matrix size, array size, precision and process scale: the energy per MAC of each design, live."""
     n = W.IntSlider(value=256, min=16, max=512, step=16, description="n", continuous_update=False)
@@ -51,9 +55,8 @@ def energy_calculator() -> W.VBox:
             return
         show_error(err, None)
         table.value = view["html"]
-        fig, ax = plt.subplots(figsize=(8, 3.4), layout="constrained")
-        plot_energy(view["bands"], on_chip=view["on_chip"], ax=ax)
-        show_figure(out, fig)
+        show_figure(out, energy_figure(view), alt="Bar chart of energy per multiply-accumulate for each design, "
+                                                   "low-high band as error bars, on-chip part inside")
 
     for control in (n, array, precision, scale):
         control.observe(update, names="value")

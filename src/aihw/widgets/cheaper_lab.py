@@ -27,7 +27,16 @@ from aihw.plots.cheaper import (
     plot_weight_grid,
 )
 from aihw.plots.style import panels
-from aihw.widgets._common import error_box, figure_png, guarded_run, run_button, show_error, show_figure
+from aihw.widgets._common import (
+    error_box,
+    figure_png,
+    guarded_run,
+    image_box,
+    img_tag,
+    run_button,
+    show_error,
+    show_figure,
+)
 
 GranularityName = Literal["per-tensor", "per-channel", "per-group"]
 GRANULARITIES: tuple[str, ...] = get_args(GranularityName)
@@ -110,6 +119,10 @@ def distillation_report(teacher, data, *, temperature: float = 4.0, alpha: float
     return fig, summary
 
 
+TRADEOFF_ALT = ("Two scatter charts of test accuracy (%) against model size (kB, log scale) and against latency "
+                "(µs per batch, log scale), one labelled point per model run so far, marker by family.")
+
+
 def tradeoff_png(points: list[dict], *, last: int = 11) -> bytes:
     """The "every run so far" chart as PNG bytes: the baseline and the ``last`` runs."""
     return figure_png(plot_tradeoff([points[0], *points[1:][-last:]]))
@@ -141,7 +154,7 @@ def _quant_panel(model, data, add_point) -> W.VBox:
         info.value = _line({**s, "ratio": s["fp32_size_bytes"] / s["size_bytes"]},
                            {"scheme": ("scheme", ""), "accuracy": ("accuracy", ".1%"),
                             "fp32_accuracy": ("fp32", ".1%"), "ratio": ("smaller by", ".2f")}) + "×"
-        show_figure(out, fig)
+        show_figure(out, fig, alt="Histograms of one block's weights with the quantization grid drawn over them")
         add_point({"name": s["scheme"], "family": "quantized", "accuracy": s["accuracy"],
                    "size_bytes": s["size_bytes"], "latency_s": None})
 
@@ -161,7 +174,7 @@ def _prune_panel(model, data, add_point) -> W.VBox:
     def work() -> str:
         fig, s = pruning_report(model, data, sparsity=amount.value, structure=structure.value,
                                 fine_tune_epochs=epochs.value)
-        show_figure(out, fig)
+        show_figure(out, fig, alt="Horizontal bars of measured latency per model")
         add_point({"name": s["name"], "family": "pruned", "accuracy": s["accuracy"], "size_bytes": s["size_bytes"],
                    "latency_s": s["latency_s"]})
         return _line({**s, "speedup": s["dense_latency_s"] / s["latency_s"]},
@@ -183,7 +196,7 @@ def _distill_panel(teacher, data, add_point) -> W.VBox:
         epochs = 200 if fraction.value < 0.5 else 30
         fig, s = distillation_report(teacher, data, temperature=temp.value, alpha=alpha.value,
                                      student_width=width.value, train_fraction=fraction.value, epochs=epochs)
-        show_figure(out, fig)
+        show_figure(out, fig, alt="Horizontal bars of test accuracy: teacher, distilled student, student alone")
         add_point({"name": f"student {width.value} T={temp.value:g}", "family": "distilled",
                    "accuracy": s["accuracy"], "size_bytes": s["size_bytes"], "latency_s": s["latency_s"]})
         return _line(s, {"accuracy": ("distilled", ".1%"), "alone_accuracy": ("alone", ".1%"),
@@ -196,15 +209,16 @@ def _distill_panel(teacher, data, add_point) -> W.VBox:
 def cheaper_lab(model, data) -> W.VBox:
     """The three panels in tabs, above one accuracy-size-latency chart that collects every run.
 
-    The chart is an Image widget whose PNG is replaced on every run: an Output widget written from a button
-    callback could show nothing in the front end (the "every run so far" chart went blank after a prune run).
+    The chart is an HTML ``<img>`` (a 2x PNG with alt text) replaced on every run: an Output widget written
+    from a button callback could show nothing in the front end (the "every run so far" chart went blank after
+    a prune run).
     """
     points = digits.scorecard({"fp32": model}, data, families={"fp32": "fp32"})
-    chart = W.Image(format="png", layout=W.Layout(width="100%", max_width="760px", height="auto"))
+    chart = image_box()
 
     def add_point(point: dict) -> None:
         points.append(point)
-        chart.value = tradeoff_png(points)
+        chart.value = img_tag(tradeoff_png(points), TRADEOFF_ALT)
 
     tabs = W.Tab(children=[_quant_panel(model, data, add_point), _prune_panel(model, data, add_point),
                            _distill_panel(model, data, add_point)])

@@ -99,7 +99,8 @@ def collectives_panel(world_size: int = 2, algorithms=("ring", "builtin"), max_b
         rows = measure(config, world_size=ranks.value,
                        on_progress=_stepper(bar, len(config.sizes_bytes) * len(config.algorithms)))
         fits, table.value = measurement_summary(rows)
-        show_figure(out, plot_time_vs_size(rows, fits=fits))
+        show_figure(out, plot_time_vs_size(rows, fits=fits), alt="Log-log chart of measured all-reduce time "
+                    "against message size per algorithm, with the fitted alpha-beta model dashed")
         return "done"
 
     button.on_click(lambda _: guarded_run(button, status, err, "starting...", work))
@@ -135,7 +136,8 @@ def training_panel(world_size: int = 2, mode: str = "bucketed", steps: int = 30)
         status.value = f"single-process reference done; training on {ranks.value} ranks..."
         per_rank = dp.run(config, world_size=ranks.value, on_progress=_stepper(bar, config.steps))
         info = training_summary(per_rank, reference)
-        show_figure(out, plot_loss_curves(per_rank, reference=reference))
+        show_figure(out, plot_loss_curves(per_rank, reference=reference),
+                    alt="Line chart of each rank's loss per step, their mean and the single-process run")
         return (f"ranks bit-identical: <b>{info['ranks_identical']}</b>; largest difference to the "
                 f"single process: {info['max_abs_diff_vs_single']:.2e}; backend "
                 f"{html.escape(per_rank[0].get('backend_reason', per_rank[0]['backend']))}")
@@ -193,7 +195,8 @@ def cluster_panel(params: float = 7e9) -> W.VBox:
             show_error(err, exc, stale=(table,))
             return
         show_error(err, None)
-        show_figure(out, plot_cluster_estimates(estimates, title=f"All-reduce of {size.value:.3g} gradients"))
+        show_figure(out, plot_cluster_estimates(estimates, title=f"All-reduce of {size.value:.3g} gradients"),
+                    alt="Horizontal bars of the predicted all-reduce time on each cluster layout")
 
     for control in (size, precision, chip, network, per_node, nodes, tpu, tpu_chips):
         control.observe(update, names="value")

@@ -13,7 +13,15 @@ import ipywidgets as W
 
 from aihw._validate import require_choice
 from aihw.formats import numerics
-from aihw.widgets._common import error_box, figure_png, guarded_run, run_button, show_error
+from aihw.widgets._common import (
+    error_box,
+    figure_png,
+    guarded_run,
+    image_box,
+    img_tag,
+    run_button,
+    show_error,
+)
 
 FORMATS = ("fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "e2m1", "e8m0", "int8", "int4")
 _FIELD = {"sign": "#f4b6b6", "exponent": "#b6d0f4", "mantissa": "#b9e6b9"}
@@ -125,11 +133,13 @@ def run_explorer() -> W.VBox:
     exp = W.Dropdown(options=("underflow", "lost updates", "fp8 recipes"), description="experiment")
     steps = W.BoundedIntText(value=40, min=5, max=300, description="steps")
     button, status, err = run_button("Run"), W.HTML(), error_box()
-    image, summary = W.Image(format="png"), W.HTML()
+    image, summary = image_box(), W.HTML()
 
     def work() -> str:
         png, text = run_panel(exp.value, steps.value)
-        image.value, summary.value = png, text
+        image.value = img_tag(png, f"Line chart of training loss against step for each recipe of the "
+                                   f"{exp.value} experiment ({steps.value} steps).")
+        summary.value = text
         return "done"
 
     button.on_click(lambda _: guarded_run(button, status, err, "running…", work))

@@ -17,8 +17,18 @@ import numpy as np
 from aihw.catalogue import hardware
 from aihw.chips import roofline, systolic
 from aihw.plots.gpus_vs_tpus import RooflinePlot, plot_roofline, plot_trace_step
+from aihw.plots.style import alt_text
 from aihw.report import markdown_table
-from aihw.widgets._common import error_box, figure_png, guarded_run, run_button, show_error, show_figure
+from aihw.widgets._common import (
+    error_box,
+    figure_img,
+    guarded_run,
+    image_box,
+    img_tag,
+    run_button,
+    show_error,
+    show_figure,
+)
 
 if TYPE_CHECKING:
     from aihw.measure.roofline import Dtype  # torch: imported only when the measurement panel is built
@@ -66,7 +76,7 @@ def roofline_explorer(chips: Sequence[str] = DEFAULT_CHIPS, dtype: str = "bf16",
     dtype_box = W.Dropdown(options=[p for p in hardware.PRECISIONS if p != "int4"], value=dtype, description="dtype")
     dims = [W.BoundedIntText(value=v, min=1, max=10**7, description=d, layout=W.Layout(width="160px")) for d, v in zip("MNK", shape,
                                                                                              strict=True)]
-    err, table, image = error_box(), W.HTML(), W.Image(format="png", layout=W.Layout(max_width="760px"))
+    err, table, image = error_box(), W.HTML(), image_box()
     canvas = RooflinePlot()
 
     def update(_=None) -> None:
@@ -77,7 +87,7 @@ def roofline_explorer(chips: Sequence[str] = DEFAULT_CHIPS, dtype: str = "bf16",
             return
         show_error(err, None)
         canvas.update([c for c, _ in estimates], dtype_box.value, ops=[est for _, est in estimates[:1]])
-        image.value = canvas.png()
+        image.value = img_tag(canvas.png(), alt_text(canvas.fig, "Log-log roofline chart"))
 
     for control in (pick, dtype_box, *dims):
         control.observe(update, names="value")
@@ -108,7 +118,7 @@ def systolic_stepper(size: int = 3, m: int = 4, k: int = 3, n: int = 3, seed: in
     cycle = W.IntSlider(value=0, min=0, max=total - 1, description="cycle", continuous_update=False)
     play = W.Play(value=0, min=0, max=total - 1, interval=700, description="play")
     W.jslink((play, "value"), (cycle, "value"))
-    err, counters, image = error_box(), W.HTML(), W.Image(format="png", layout=W.Layout(max_width="560px"))
+    err, counters, image = error_box(), W.HTML(), image_box()
 
     def redraw(_=None) -> None:
         try:
@@ -119,7 +129,8 @@ def systolic_stepper(size: int = 3, m: int = 4, k: int = 3, n: int = 3, seed: in
         show_error(err, None)
         counters.value = " &nbsp;|&nbsp; ".join(
             f"<b>{k}</b>: {v:.0%}" if isinstance(v, float) else f"<b>{k}</b>: {v}" for k, v in info.items())
-        image.value = figure_png(fig)
+        image.value = figure_img(fig, alt="The systolic array's processing elements at one cycle, firing ones "
+                                          "shaded, each showing its a, b and partial-sum registers")
 
     def new_flow(_=None) -> None:
         last = systolic.trace(A, B, size=size, dataflow=flow.value).cycles - 1
@@ -186,7 +197,8 @@ def measure_panel(chips: Sequence[str] = DEFAULT_CHIPS, dtype: Dtype | None = No
         mine = measure_device(cfg)
         device = pick_device(cfg.device)
         view = roofline_view(mine, detect_chip(device), chips, dtype or roofline_dtype(device))
-        show_figure(out, plot_roofline(view["chips"], view["dtype"], measured=mine))
+        show_figure(out, plot_roofline(view["chips"], view["dtype"], measured=mine),
+                    alt="Log-log roofline chart with this machine's measured roof and matmuls")
         table.value = view["table_html"] + f"<p>{html.escape(view['note'])}</p>"
         return measurement_report(mine, view["dtype"])
 

@@ -241,7 +241,8 @@ def memory_explorer(model: str = "llama-2-7b", chip: str = "NVIDIA H100 SXM") ->
                             recompute=settings["recompute"], optimizer=settings["optimizer"])
         state["measured"], state["settings"] = rows, values()
         update()
-        show_figure(out, draw(memory_view(**settings), rows))
+        show_figure(out, draw(memory_view(**settings), rows),
+                    alt="Stacked bars of memory per component, predicted beside measured, with both peaks marked")
         peak = rows[-1]
         return (f"measured: custom dims {settings['hidden']}x{settings['layers']}, fp32, one training step here; "
                 f"peak {peak['measured'] / 1e6:,.3g} MB = {peak['ratio']:.2f} x predicted")

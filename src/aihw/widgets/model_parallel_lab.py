@@ -19,7 +19,7 @@ from aihw.catalogue.networks import load_networks
 from aihw.layout.schedules import SCHEDULES, bubble_fraction, simulate
 from aihw.plots.model_parallel import plot_measured_and_simulated, plot_simulated
 from aihw.transformer.shapes import list_presets
-from aihw.widgets._common import error_box, figure_png, guarded_run, run_button, show_error
+from aihw.widgets._common import error_box, figure_img, guarded_run, image_box, run_button, show_error
 
 
 def simulate_view(schedule: str = "1f1b", p: int = 4, m: int = 8, v: int = 1):
@@ -77,7 +77,7 @@ def schedule_explorer(schedule: str = "1f1b", p: int = 4, m: int = 8, v: int = 2
                             style={"button_width": "auto"})
     sliders = {name: W.IntSlider(value=val, min=1, max=hi, description=name, continuous_update=False)
                for name, val, hi in (("p", p, 16), ("m", m, 32), ("v", v, 4))}
-    err, facts, image = error_box(), W.HTML(), W.Image(format="png")
+    err, facts, image = error_box(), W.HTML(), image_box()
 
     def update(_=None) -> None:
         try:
@@ -87,7 +87,8 @@ def schedule_explorer(schedule: str = "1f1b", p: int = 4, m: int = 8, v: int = 2
             return
         show_error(err, None)
         facts.value = _facts_html(info)
-        image.value = figure_png(fig)
+        image.value = figure_img(fig, alt="Gantt chart of the simulated pipeline: forward and backward blocks "
+                                          "per stage over time, idle time in grey")
 
     for control in (sched, *sliders.values()):
         control.observe(update, names="value")
@@ -102,12 +103,12 @@ def pipeline_panel(p: int = 2, m: int = 4, schedule: str = "1f1b") -> W.VBox:
     sched = W.ToggleButtons(options=("gpipe", "1f1b"), value=schedule, description="schedule",
                             style={"button_width": "auto"})
     button = run_button("Run")
-    status, err, image = W.HTML("Press Run: it starts p processes (a few seconds each)."), error_box(), \
-        W.Image(format="png")
+    status, err, image = W.HTML("Press Run: it starts p processes (a few seconds each)."), error_box(), image_box()
 
     def work() -> str:
         fig, result = run_view(p_box.value, m_box.value, sched.value)
-        image.value = figure_png(fig)
+        image.value = figure_img(fig, alt="Two Gantt charts: the measured pipeline timeline above the simulated "
+                                          "one fed with the measured stage times")
         return _facts_html({"bubble measured": result["bubble_measured"], "theory": result["bubble_theory"],
                             "simulated with measured times": result["bubble_simulated"]})
 

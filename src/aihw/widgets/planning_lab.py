@@ -12,11 +12,34 @@ import html
 
 import ipywidgets as W
 
-from aihw.planning import published
-from aihw.widgets._common import error_box, show_error
+from aihw.planning import planner, published
+from aihw.plots.model_parallel import plot_layout_times
+from aihw.widgets._common import error_box, figure_img, image_box, show_error
 from aihw.widgets.model_parallel_lab import planner_widget as plan_widget
 
 TERMS = ("compute", "bubble", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm", "overhead")
+
+
+def _run_and_efficiency(name: str, gemm_fraction: float | None, overlap: bool, flat_collectives: bool | None):
+    runs = {r.name: r for r in published.RUNS + published.LLAMA3_RUNS}
+    if name not in runs:
+        raise ValueError(f"unknown published run {name!r}; choose one of: {', '.join(runs)}")
+    own = runs[name].efficiency
+    eff = dataclasses.replace(own, gemm_fraction=gemm_fraction or None, overlap=overlap,
+                              flat_collectives=own.flat_collectives if flat_collectives is None else flat_collectives)
+    return runs[name], eff
+
+
+def alternatives_figure(name: str, *, gemm_fraction: float | None = None, overlap: bool = True,
+                        flat_collectives: bool | None = None, top: int = 4):
+    """The published run's layout (top bar) against the ``top`` best layouts the planner finds for the same
+    model, batch and cluster under the same assumptions: each bar the step time split into its terms."""
+    run, eff = _run_and_efficiency(name, gemm_fraction, overlap, flat_collectives)
+    pinned = run.predict(eff)
+    others = [x for x in planner.plan(run.config(eff)).ranked if x.label != pinned.label][:top]
+    names = [f"published: {pinned.label}", *(f"planner #{i}: {x.label}" for i, x in enumerate(others, 1))]
+    return plot_layout_times([pinned, *others], top=top + 1, names=names,
+                             title=f"{name}: the published layout against the planner's best")
 
 
 def published_run_view(name: str, *, gemm_fraction: float | None = None, overlap: bool = True,
@@ -26,13 +49,8 @@ def published_run_view(name: str, *, gemm_fraction: float | None = None, overlap
     The run's own implementation (``published.IMPLEMENTATIONS``: DeepSpeed 2021 for Table 2's ZeRO-3 rows) is
     the starting point; ``flat_collectives`` None keeps its choice.
     """
-    runs = {r.name: r for r in published.RUNS + published.LLAMA3_RUNS}
-    if name not in runs:
-        raise ValueError(f"unknown published run {name!r}; choose one of: {', '.join(runs)}")
-    own = runs[name].efficiency
-    eff = dataclasses.replace(own, gemm_fraction=gemm_fraction or None, overlap=overlap,
-                              flat_collectives=own.flat_collectives if flat_collectives is None else flat_collectives)
-    row = published.compare(runs[name], eff)
+    run, eff = _run_and_efficiency(name, gemm_fraction, overlap, flat_collectives)
+    row = published.compare(run, eff)
     total = sum(row["breakdown"].values())
     terms = "".join(f"<tr><td>{t.replace('_', ' ')}</td><td>{row['breakdown'][t]:.3g} s</td>"
                     f"<td>{row['breakdown'][t] / total:.0%}</td></tr>" for t in TERMS if row["breakdown"][t])
@@ -59,7 +77,7 @@ def published_run_widget(name: str = "GPT-3 175B PTD-P, 1536 GPUs") -> W.VBox:
                                                  if r.name == name),
                                        description="flat collectives across nodes"),
     }
-    err, out = error_box(), W.HTML()
+    err, out, chart = error_box(), W.HTML(), image_box()
 
     def update(change=None) -> None:
         if change is not None and change.get("owner") is controls["name"]:  # a new run: its own network model
@@ -67,10 +85,14 @@ def published_run_widget(name: str = "GPT-3 175B PTD-P, 1536 GPUs") -> W.VBox:
             if controls["flat_collectives"].value != own.efficiency.flat_collectives:
                 controls["flat_collectives"].value = own.efficiency.flat_collectives  # re-enters update
                 return
+        values = {k: c.value for k, c in controls.items()}
         try:
-            _, out.value = published_run_view(**{k: c.value for k, c in controls.items()})
+            _, out.value = published_run_view(**values)
+            chart.value = figure_img(alternatives_figure(**values),
+                                     alt="Horizontal stacked bars of estimated step time: the published layout on "
+                                         "top, the planner's best alternatives below, each split into its terms")
         except ValueError as exc:
-            show_error(err, exc)
+            show_error(err, exc, stale=(chart,))
             out.value = ""
             return
         show_error(err, None)
@@ -78,10 +100,10 @@ def published_run_widget(name: str = "GPT-3 175B PTD-P, 1536 GPUs") -> W.VBox:
     for control in controls.values():
         control.observe(update, names="value")
     update()
-    return W.VBox([*controls.values(), err, out])
+    return W.VBox([*controls.values(), err, out, chart])
 
 
-__all__ = ["published_run_view", "published_run_widget", "plan_widget"]
+__all__ = ["published_run_view", "alternatives_figure", "published_run_widget", "plan_widget"]
 
 
 # --- worked solutions of the lab's exercises (shown only through aihw.exercises.reveal) ---------------------

@@ -15,7 +15,8 @@ import ipywidgets as W
 
 from aihw import scaling
 from aihw.catalogue import hardware
-from aihw.widgets._common import error_box, show_error
+from aihw.plots.scaling import plot_loss_vs_compute
+from aihw.widgets._common import error_box, figure_img, image_box, show_error
 
 
 def scaling_view(*, budget: float = 5.76e23, chip: str = "NVIDIA H100 SXM", chips: int = 1024,
@@ -41,12 +42,13 @@ def _html(view: dict) -> str:
 def scaling_explorer() -> W.Widget:
     """Budget, chip, chip count and MFU in; allocations, days and cost out, live."""
     budget = W.FloatLogSlider(value=5.76e23, base=10, min=19, max=27, step=0.1, description="budget (FLOP)",
-                              readout_format=".2e")
+                              readout_format=".2e", continuous_update=False)
     chip = W.Dropdown(options=[c.name for c in hardware.list_chips() if "bf16" in c.flops],
                       value="NVIDIA H100 SXM", description="chip")
     chips = W.BoundedIntText(value=1024, min=1, max=1_000_000, description="chips")
     mfu = W.FloatSlider(value=0.4, min=0.05, max=1.0, step=0.05, description="MFU")
-    out, err = W.HTML(), error_box()
+    out, err, chart = W.HTML(), error_box(), image_box()
+    drawn = {"budget": None}
 
     def update(*_):
         try:
@@ -54,11 +56,22 @@ def scaling_explorer() -> W.Widget:
             show_error(err, None)
         except ValueError as exc:
             show_error(err, exc)
+            return
+        if drawn["budget"] != budget.value:  # the chart depends on the budget only
+            chart.value = frontier_img(budget.value)
+            drawn["budget"] = budget.value
 
     for w in (budget, chip, chips, mfu):
         w.observe(update, names="value")
     update()
-    return W.VBox([W.HBox([budget, chip]), W.HBox([chips, mfu]), err, out])
+    return W.VBox([W.HBox([budget, chip]), W.HBox([chips, mfu]), err, chart, out])
+
+
+def frontier_img(budget: float) -> str:
+    """The loss-against-compute chart with ``budget``'s optimum marked, as an ``<img>`` with alt text."""
+    fig = plot_loss_vs_compute(budget=budget)
+    return figure_img(fig, alt=f"Loss against compute with the compute-optimal frontier; the dot is the optimum "
+                               f"at {budget:.3g} FLOP")
 
 
 def _solution_1() -> str:
