@@ -55,7 +55,11 @@ def test_attention_bad_input(kwargs, match):
 
 
 def test_triton_softmax_equals_torch_under_interpreter():
-    """Run in a fresh process: the interpreter must be switched on before anything imports Triton."""
+    """Run in a fresh process: the interpreter must be switched on before anything imports Triton.
+
+    The fused chain is compared with the chain computed in float64, not with torch's float32 chain: on another
+    CPU kind the two float32 results differed by up to 8.5e-5 near tanh's saturation, more than float32's
+    default tolerance, so only the exact chain says which one is right."""
     pytest.importorskip("triton")
     code = ("from aihw.accel import triton_kernels as T\n"
             "assert T.use_interpreter() == 'interpreter on', T.use_interpreter()\n"
@@ -63,8 +67,10 @@ def test_triton_softmax_equals_torch_under_interpreter():
             "x = torch.randn(9, 300) * 5\n"
             "torch.testing.assert_close(T.softmax(x), torch.softmax(x, -1))\n"
             "from aihw.accel.fusion import chain\n"
+            "torch.manual_seed(0)\n"
             "z = torch.randn(3, 1000)\n"
-            "torch.testing.assert_close(T.fused_chain(z, block=256), chain(z))\n"
+            "exact = chain(z.double())\n"
+            "torch.testing.assert_close(T.fused_chain(z, block=256).double(), exact, atol=1e-6, rtol=1e-6)\n"
             "try:\n    T.softmax(torch.randn(3))\nexcept ValueError as e:\n    print('bad input:', e)\n"
             "print('ok')\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}

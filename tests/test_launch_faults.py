@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from aihw.parallel import _demo_workers as workers
-from aihw.parallel.launch import LaunchConfig, WorkerError, launch
+from aihw.parallel.launch import MAX_STOP_GRACE_S, LaunchConfig, WorkerError, launch
 
 pytestmark = pytest.mark.distributed
 
@@ -235,10 +235,11 @@ def test_interrupt_stops_the_ranks_and_their_children(tmp_path):
 def test_second_interrupt_during_the_stop_grace_period_still_stops_everything(tmp_path):
     """The ranks ignore SIGTERM, so stopping them waits out the grace period; a second Ctrl-C arrives then.
 
-    The grace period is far longer than the test's patience, so the run ends in time only if the second
-    interrupt cuts it short; the test sends it once a rank has noted the launcher's SIGTERM, that is, inside
-    the grace period whatever the machine's load."""
-    driver = _start_driver(tmp_path, sigterm="ignore", stop_grace_s=10 * PATIENCE_S)
+    The grace period (the longest a launch accepts) is longer than the test's patience, so the run ends in time
+    only if the second interrupt cuts it short; the test sends it once a rank has noted the launcher's SIGTERM,
+    that is, inside the grace period whatever the machine's load."""
+    assert MAX_STOP_GRACE_S > 2 * PATIENCE_S
+    driver = _start_driver(tmp_path, sigterm="ignore", stop_grace_s=MAX_STOP_GRACE_S)
     pids = _pids(tmp_path, driver=driver)
     driver.send_signal(signal.SIGINT)
     _wait_for(lambda: any(tmp_path.glob("rank*.sigterm")), "a rank to note the launcher's SIGTERM", driver=driver)
