@@ -36,28 +36,77 @@ def package_version() -> str:
 
 
 def release_tag() -> str:
-    """The git tag of the release this book and its labs belong to."""
+    """The git tag of the release this book and its labs belong to (created by ``make release``)."""
     return f"v{package_version()}"
 
 
-def setup_cell() -> str:
-    """The first code cell of every lab, rendered from ``_config.yml`` and the package version."""
+def wheel_name() -> str:
+    """The file name of the package wheel the book build publishes beside the book (``_static/wheels/``)."""
+    return f"aihw-{package_version()}-py3-none-any.whl"
+
+
+WHEEL_FOLDER = "_static/wheels"  # inside the built book: <html.baseurl>/_static/wheels/<wheel_name()>
+KEPT = ("torch", "numpy", "matplotlib", "ipywidgets")  # a runtime's own builds, never replaced by the install
+SETUP_END = "display(environment())"  # the set-up block ends with the line that shows the runtime
+
+
+def book_url() -> str:
+    """The book's published address, ``html.baseurl`` in ``_config.yml``, without the trailing slash."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    url = config["repository"]["url"]
+    return config["html"]["baseurl"].rstrip("/")
+
+
+def setup_cell() -> str:
+    """The first code cell of every lab, rendered from ``_config.yml`` and the package version.
+
+    Without ``aihw`` installed it installs the wheel of this version from the book's own address, falling back
+    to the repository's release tag; every package of ``KEPT`` the runtime has is pinned to its own version
+    (a pip constraints file), so the install adds only what is missing.
+    """
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    repo = config["repository"]["url"]
+    kept = ", ".join(f'"{name}"' for name in KEPT)
     return (
-        "# Set-up: on a GPU runtime (e.g. Colab) this installs the course package; a preinstalled torch is kept as is.\n"
+        "# Set-up: without the course package (a fresh Colab runtime, say) this installs the version this book was\n"
+        "# built with, from the book's own site or else the repository; the runtime's torch, numpy, matplotlib and\n"
+        "# ipywidgets are pinned as they are, so nothing of theirs is replaced.\n"
         "try:\n"
         "    import aihw  # noqa: F401  (imported to check it is installed)\n"
         "except ImportError:\n"
-        f'    %pip install -q "aihw[labs] @ git+{url}@{release_tag()}"  # the release this book is built from\n'
-        "    import aihw  # noqa: F401"
+        "    import importlib\n"
+        "    import subprocess\n"
+        "    import sys\n"
+        "    import tempfile\n"
+        "    from importlib import metadata\n"
+        f'    BOOK = "{book_url()}"  # where this book is published (html.baseurl in _config.yml)\n'
+        f'    SOURCES = [f"{{BOOK}}/{WHEEL_FOLDER}/{wheel_name()}", "git+{repo}@{release_tag()}"]\n'
+        '    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as keep:\n'
+        f"        for name in ({kept}):\n"
+        "            try:\n"
+        '                keep.write(f"{name}=={metadata.version(name)}\\n")\n'
+        "            except metadata.PackageNotFoundError:\n"
+        "                pass\n"
+        "    for source in SOURCES:\n"
+        '        pip = [sys.executable, "-m", "pip", "install", "-q", "-c", keep.name, f"aihw[labs] @ {source}"]\n'
+        "        done = subprocess.run(pip, capture_output=True, text=True)\n"
+        "        if done.returncode == 0:\n"
+        "            break\n"
+        '        print(f"Could not install from {source}:", (done.stderr.strip().splitlines() or ["?"])[-1])\n'
+        "    importlib.invalidate_caches()\n"
+        "    import aihw  # noqa: F401\n"
+        "from aihw.measure.environment import environment\n\n"
+        f"{SETUP_END}  # this runtime in one block: versions, device, GPU and its catalogue chip"
     )
 
 
 def _setup_prefix_end(source: str) -> int:
-    """Index just past the set-up block (the try/except that imports aihw) in the first code cell."""
-    block = re.match(r"(?:#[^\n]*\n)*try:\n    import aihw[^\n]*\nexcept ImportError:\n(?:    [^\n]*(?:\n|$))+", source)
-    return block.end() - (1 if block and block.group(0).endswith("\n") else 0) if block else -1
+    """Index just past the set-up block: the try/except that imports aihw, then the runtime's block if present."""
+    block = re.match(r"(?:#[^\n]*\n)*try:\n    import aihw[^\n]*\nexcept ImportError:\n(?:    [^\n]*(?:\n|$))+"
+                     r"(?:from aihw\.measure\.environment import environment\n+" + re.escape(SETUP_END) + r"[^\n]*)?",
+                     source)
+    if not block:
+        return -1
+    return block.end() - (1 if block.group(0).endswith("\n") else 0)
 
 
 def notebook_from_text(path: Path) -> nbformat.NotebookNode:
