@@ -17,7 +17,7 @@ import aihw
 from aihw.measure.device import detect_chip, pick_device
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Environment:
     """The facts of one runtime; shows as a small table in a notebook and as a few lines in a terminal."""
 
@@ -37,6 +37,8 @@ class Environment:
 
     def __str__(self) -> str:
         return "\n".join(f"{name:>15}: {value}" for name, value in self.rows())
+
+    __repr__ = __str__  # the plain-text view of a notebook shows the block too
 
     def _repr_html_(self) -> str:
         cells = "".join(f"<tr><th style='text-align:right;padding-right:8px'>{html.escape(k)}</th>"
