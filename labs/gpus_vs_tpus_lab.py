@@ -184,11 +184,13 @@ grader.check("q1", answer_1)
 
 # %% [markdown]
 # **Exercise 2.** What is the shortest time, in microseconds, of a bf16 matrix-vector product
-# (1 × 8192 times 8192 × 8192) on the TPU v5e? Is it compute- or memory-bound (`"compute"` or `"memory"`)?
+# (1 × 8192 times 8192 × 8192) on the TPU v5e? And the same weights applied to a batch of 512 tokens
+# (512 × 8192 times 8192 × 8192): is that product compute- or memory-bound on the v5e (`"compute"` or
+# `"memory"`)?
 
 # %%
 answer_2 = None  # your answer, microseconds
-answer_2_bound = None  # "compute" or "memory"
+answer_2_bound = None  # the batch of 512: "compute" or "memory"
 display(grader.check("q2", answer_2), grader.check("q2_bound", answer_2_bound))
 
 # %% [markdown]

@@ -210,7 +210,8 @@ answer1 = None  # GB
 answer2 = None  # GB
 answer3 = None  # GPUs
 answer4 = None  # "weights" or "kv cache"
-display(*(grader.check(q, a) for q, a in (("q1", answer1), ("q2", answer2), ("q3", answer3), ("q4", answer4))))
+display(grader.check("q1", answer1), grader.check("q2", answer2), grader.check("q3", answer3),
+        grader.check("q4", answer4))
 
 # %% [markdown]
 # ### Worked solutions, on request

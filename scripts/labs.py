@@ -5,6 +5,8 @@ through ``labs/jupytext.toml``); the ``.ipynb`` is what Colab, nbval and the boo
 
     python scripts/labs.py sync    # rewrite every .ipynb from its .py (set-up cell re-rendered from _config.yml)
     python scripts/labs.py check   # exit 1, naming the lab, when an .ipynb is out of step with its .py
+    python scripts/labs.py instructor [DIR]  # graded labs with the package's answers and worked solutions
+                                             # (default _build/instructor; kept out of the book and the repository)
 
 The set-up cell (the first code cell) is rendered from ``repository.url`` in ``_config.yml``, the setting that also
 drives the book's launch buttons, so the install line and the buttons cannot disagree. It installs the release
@@ -169,6 +171,55 @@ def check() -> list[str]:
     return problems
 
 
+def graded(src: Path):
+    """The :class:`aihw.grading.Assignment` of the lab at ``src`` (its widget module's ``ASSIGNMENT``), or None."""
+    import importlib
+
+    module = importlib.import_module(f"aihw.widgets.{src.stem}")
+    return getattr(module, "ASSIGNMENT", None)
+
+
+def instructor_notebook(src: Path) -> nbformat.NotebookNode:
+    """The instructor's (autograder's) version of a graded lab: every answer variable set to the package's value,
+    and each exercise followed by its worked solution. Generated from the one source, never committed."""
+    assignment = graded(src)
+    if assignment is None:
+        raise ValueError(f"{src.name} has no graded questions (ASSIGNMENT in aihw.widgets.{src.stem})")
+    nb = notebook_from_text(src)
+    key = assignment.key()
+    cells = [nbformat.v4.new_markdown_cell(
+        f"**Instructor version of {src.stem}** (answers and worked solutions from aihw {package_version()}; "
+        "do not hand it out). `python scripts/grade.py` scores students' notebooks against the same key.")]
+    for cell in nb.cells:
+        cells.append(cell)
+        if cell.cell_type != "code":
+            continue
+        for variable, value in key.items():
+            cell.source = re.sub(rf"^{variable} = None\b", f"{variable} = {value!r}", cell.source, flags=re.MULTILINE)
+        asked = [q for q in assignment.questions if f'grader.check("{q.name}"' in cell.source]
+        shown: set[str] = set()
+        for q in asked:
+            text = q.worked()
+            if text not in shown:  # two questions of one exercise share its worked solution
+                shown.add(text)
+                cells.append(nbformat.v4.new_markdown_cell(f"**Worked solution ({q.name}).** {text}"))
+    for i, cell in enumerate(cells):
+        cell["id"] = f"{src.stem}-instructor-{i:02d}"
+    nb.cells = cells
+    return nb
+
+
+def write_instructor(out: Path) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for src in sources():
+        if graded(src) is not None:
+            path = out / f"{src.stem}.ipynb"
+            nbformat.write(instructor_notebook(src), path)
+            written.append(path)
+    return written
+
+
 if __name__ == "__main__":
     command = sys.argv[1] if len(sys.argv) > 1 else ""
     if command == "sync":
@@ -177,5 +228,9 @@ if __name__ == "__main__":
         found = check()
         print("\n".join(found) or f"{len(sources())} labs in step with their text sources")
         sys.exit(1 if found else 0)
+    elif command == "instructor":
+        target = Path(sys.argv[2]) if len(sys.argv) > 2 else ROOT / "_build" / "instructor"
+        for path in write_instructor(target):
+            print(f"wrote {path}")
     else:
-        sys.exit("usage: python scripts/labs.py sync|check")
+        sys.exit("usage: python scripts/labs.py sync|check|instructor [DIR]")
