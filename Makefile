@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 TORCH_CPU := torch==2.13.0
 
-.PHONY: setup book test test-gpu test-unit test-labs test-book lint labs bench clean browser-deps
+.PHONY: setup book test test-gpu test-unit test-labs test-book lint labs bench clean browser-deps release
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,9 @@ lint: setup
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 	$(BIN)/python scripts/labs.py check
+	@# the publishing workflow, where actionlint is installed (it is not a Python package: see the README)
+	@if command -v actionlint >/dev/null; then actionlint .github/workflows/book.yml; \
+	  else echo "actionlint not installed: .github/workflows/book.yml checked by tests/test_release.py only"; fi
 
 # Rewrite every labs/*.ipynb from its text source labs/*.py (jupytext py:percent), outputs stripped.
 labs: setup
@@ -79,6 +82,11 @@ test-gpu:
 	$(GPU_RUN) -m pytest tests -q -m gpu -p no:cacheprovider -rs
 	$(GPU_RUN) -m pytest --nbval-lax --nbval-cell-timeout=300 labs -q -p no:cacheprovider
 	$(GPU_RUN) -m aihw.measure.gpu_report --out gpu_report.md
+
+# Tag this commit v<version> after checking it can be released (clean tree, labs in step, versions agree);
+# `git push origin v<version>` then runs .github/workflows/book.yml: the book on Pages, the wheel on the release.
+release: lint
+	$(BIN)/python scripts/release.py tag
 
 # Speed and fidelity tables. bench_build_and_ci.py (fresh-clone set-up, book and CI times) is slow: run it alone.
 bench: setup

@@ -26,12 +26,36 @@
 # in four exercises. Every number printed here is measured on this machine or computed from sourced data.
 
 # %%
-# Set-up: on a GPU runtime (e.g. Colab) this installs the course package; a preinstalled torch is kept as is.
+# Set-up: without the course package (a fresh Colab runtime, say) this installs the version this book was
+# built with, from the book's own site or else the repository; the runtime's torch, numpy, matplotlib and
+# ipywidgets are pinned as they are, so nothing of theirs is replaced.
 try:
     import aihw  # noqa: F401  (imported to check it is installed)
 except ImportError:
-    # %pip install -q "aihw[labs] @ git+https://github.com/aihw-course/aihw@v0.1.0"  # the release this book is built from
+    import importlib
+    import subprocess
+    import sys
+    import tempfile
+    from importlib import metadata
+    BOOK = "https://aihw-course.github.io/aihw"  # where this book is published (html.baseurl in _config.yml)
+    SOURCES = [f"{BOOK}/_static/wheels/aihw-0.1.0-py3-none-any.whl", "git+https://github.com/aihw-course/aihw@v0.1.0"]
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as keep:
+        for name in ("torch", "numpy", "matplotlib", "ipywidgets"):
+            try:
+                keep.write(f"{name}=={metadata.version(name)}\n")
+            except metadata.PackageNotFoundError:
+                pass
+    for source in SOURCES:
+        pip = [sys.executable, "-m", "pip", "install", "-q", "-c", keep.name, f"aihw[labs] @ {source}"]
+        done = subprocess.run(pip, capture_output=True, text=True)
+        if done.returncode == 0:
+            break
+        print(f"Could not install from {source}:", (done.stderr.strip().splitlines() or ["?"])[-1])
+    importlib.invalidate_caches()
     import aihw  # noqa: F401
+from aihw.measure.environment import environment
+
+display(environment())  # this runtime in one block: versions, device, GPU and its catalogue chip
 # Triton's interpreter (to run the custom kernel on a CPU) must be chosen before anything imports Triton:
 import torch
 

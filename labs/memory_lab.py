@@ -24,25 +24,48 @@
 # three exercises. Units: GB = 1e9 bytes, GiB = 2^30 bytes.
 
 # %%
-# Set-up: on a GPU runtime (e.g. Colab) this installs the course package; a preinstalled torch is kept as is.
+# Set-up: without the course package (a fresh Colab runtime, say) this installs the version this book was
+# built with, from the book's own site or else the repository; the runtime's torch, numpy, matplotlib and
+# ipywidgets are pinned as they are, so nothing of theirs is replaced.
 try:
     import aihw  # noqa: F401  (imported to check it is installed)
 except ImportError:
-    # %pip install -q "aihw[labs] @ git+https://github.com/aihw-course/aihw@v0.1.0"  # the release this book is built from
+    import importlib
+    import subprocess
+    import sys
+    import tempfile
+    from importlib import metadata
+    BOOK = "https://aihw-course.github.io/aihw"  # where this book is published (html.baseurl in _config.yml)
+    SOURCES = [f"{BOOK}/_static/wheels/aihw-0.1.0-py3-none-any.whl", "git+https://github.com/aihw-course/aihw@v0.1.0"]
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as keep:
+        for name in ("torch", "numpy", "matplotlib", "ipywidgets"):
+            try:
+                keep.write(f"{name}=={metadata.version(name)}\n")
+            except metadata.PackageNotFoundError:
+                pass
+    for source in SOURCES:
+        pip = [sys.executable, "-m", "pip", "install", "-q", "-c", keep.name, f"aihw[labs] @ {source}"]
+        done = subprocess.run(pip, capture_output=True, text=True)
+        if done.returncode == 0:
+            break
+        print(f"Could not install from {source}:", (done.stderr.strip().splitlines() or ["?"])[-1])
+    importlib.invalidate_caches()
     import aihw  # noqa: F401
+from aihw.measure.environment import environment
+
+display(environment())  # this runtime in one block: versions, device, GPU and its catalogue chip
 
 import matplotlib.pyplot as plt
 import torch
 
-from aihw.catalogue import hardware
-from aihw.exercises import check, compare_prediction, reveal
+from aihw.exercises import Predictions, reveal
 from aihw.measure.memory import MeasureConfig, compare, predict
-from aihw.memory import GB, MemoryConfig, estimate_memory
-from aihw.memory.fit import devices_needed
 from aihw.models.tinygpt import TinyGPTConfig
 from aihw.plots.memory import plot_predicted_vs_measured
-from aihw.transformer.shapes import get_preset
 from aihw.widgets import memory_lab
+
+grader = memory_lab.ASSIGNMENT  # the lab's checked exercises (aihw.grading)
+predictions = Predictions()  # your predictions, each recorded in its own cell before its measurement
 
 torch.set_num_threads(2)
 from aihw.plots.style import setup_book
@@ -60,9 +83,10 @@ setup_book()  # the book's figure style: column width, legible text, SVG
 # %%
 run = MeasureConfig(model=TinyGPTConfig(width=128, depth=3, heads=8, seq_len=128), batch=4, optimizer="adamw")
 prediction = predict(run)
+display({k: f"{v / 1e6:.3f} MB" for k, v in prediction.items()})
 # Your prediction first: which component will be the largest in the measurement below?
 my_largest_component = None  # "weights", "gradients", "optimizer" or "activations"
-{k: f"{v / 1e6:.3f} MB" for k, v in prediction.items()}
+predictions.record("largest component", my_largest_component)
 
 # %% [markdown]
 # ## Measure and compare
@@ -83,7 +107,7 @@ assert abs(by["activations"]["ratio"] - 1) < 0.10
 assert 0.95 < by["peak"]["ratio"] < 1.3  # the peak model; the plain sum is further off:
 print(f"peak / sum of components: {by['peak']['ratio_to_sum']:.3f}")
 measured_largest = max(("weights", "gradients", "optimizer", "activations"), key=lambda k: by[k]["measured"])
-display(compare_prediction("largest component", my_largest_component, measured_largest))
+display(predictions.compare("largest component", measured_largest))
 fig = plot_predicted_vs_measured(rows, title="TinyGPT 128x3, batch 4 (fp32, AdamW)")
 plt.show()
 
@@ -104,11 +128,14 @@ plt.show()
 # its allocator's peak; on a CPU a small run (CPU autocast supports bf16).
 
 # %%
+my_bf16_activation_ratio = None  # bf16-autocast activations ÷ fp32 activations, e.g. 0.5
+predictions.record("bf16 ÷ fp32 activations", my_bf16_activation_ratio)
+
+# %%
 import dataclasses
 
 import torch
 
-my_bf16_activation_ratio = None  # bf16-autocast activations ÷ fp32 activations, e.g. 0.5
 mixed = dataclasses.replace(run, precision="bf16-autocast", device="cuda" if torch.cuda.is_available() else "cpu")
 mixed_rows = {r["component"]: r for r in compare(mixed)}
 for k, r in mixed_rows.items():
@@ -116,7 +143,7 @@ for k, r in mixed_rows.items():
           f"   ratio {r['ratio']:.4f}")
 print(f"measured on {mixed.device}; peak read by {mixed_rows['peak']['peak_method']}")
 bf16_ratio = mixed_rows["activations"]["measured"] / by["activations"]["measured"]
-display(compare_prediction("bf16 ÷ fp32 activations", my_bf16_activation_ratio, bf16_ratio))
+display(predictions.compare("bf16 ÷ fp32 activations", bf16_ratio))
 assert all(mixed_rows[k]["measured"] == by[k]["measured"] for k in ("weights", "gradients", "optimizer"))
 # exact on CPU (tested); on CUDA autocast's op lists are the same for these ops, but that has not run here: 10%
 assert abs(mixed_rows["activations"]["ratio"] - 1) < (0.02 if mixed.device == "cpu" else 0.10)
@@ -183,23 +210,8 @@ answer1 = None  # GB
 answer2 = None  # GB
 answer3 = None  # GPUs
 answer4 = None  # "weights" or "kv cache"
-
-e7 = estimate_memory("llama-2-7b", precision="bf16", optimizer="adamw")
-expected1 = sum(e7.total[k] for k in ("weights", "gradients", "optimizer", "master_weights")) / GB
-expected2 = estimate_memory("llama-2-70b", mode="infer", batch=8, seq=4096).total["kv_cache"] / GB
-train70 = MemoryConfig(model=get_preset("llama-2-70b"), batch=1, seq=4096, recompute="full")
-h100 = hardware.get_chip("H100 SXM")
-expected3 = devices_needed(train70, h100.memory_bytes, zero=3)
-l3 = estimate_memory("llama-3-8b", mode="infer", batch=16, seq=8192)
-expected4 = "kv cache" if l3.total["kv_cache"] > l3.total["weights"] else "weights"
-display(check(answer1, expected1, rel_tol=0.02, unit="GB",
-              hint="list what mixed-precision AdamW keeps per parameter, and the bytes of each."),
-        check(answer2, expected2, rel_tol=0.02, unit="GB",
-              hint="the cache holds a key and a value vector per layer, KV head, token and sequence."),
-        check(answer3, expected3, rel_tol=0, unit="GPUs",
-              hint="ZeRO-3 shards model state, but what does each GPU still hold in full?"),
-        check(answer4, expected4, choices=("weights", "kv cache"),
-              hint="compute both: weights are 2 B per parameter; the cache grows with batch x context."))
+display(grader.check("q1", answer1), grader.check("q2", answer2), grader.check("q3", answer3),
+        grader.check("q4", answer4))
 
 # %% [markdown]
 # ### Worked solutions, on request

@@ -5,6 +5,8 @@ through ``labs/jupytext.toml``); the ``.ipynb`` is what Colab, nbval and the boo
 
     python scripts/labs.py sync    # rewrite every .ipynb from its .py (set-up cell re-rendered from _config.yml)
     python scripts/labs.py check   # exit 1, naming the lab, when an .ipynb is out of step with its .py
+    python scripts/labs.py instructor [DIR]  # graded labs with the package's answers and worked solutions
+                                             # (default _build/instructor; kept out of the book and the repository)
 
 The set-up cell (the first code cell) is rendered from ``repository.url`` in ``_config.yml``, the setting that also
 drives the book's launch buttons, so the install line and the buttons cannot disagree. It installs the release
@@ -36,28 +38,77 @@ def package_version() -> str:
 
 
 def release_tag() -> str:
-    """The git tag of the release this book and its labs belong to."""
+    """The git tag of the release this book and its labs belong to (created by ``make release``)."""
     return f"v{package_version()}"
 
 
-def setup_cell() -> str:
-    """The first code cell of every lab, rendered from ``_config.yml`` and the package version."""
+def wheel_name() -> str:
+    """The file name of the package wheel the book build publishes beside the book (``_static/wheels/``)."""
+    return f"aihw-{package_version()}-py3-none-any.whl"
+
+
+WHEEL_FOLDER = "_static/wheels"  # inside the built book: <html.baseurl>/_static/wheels/<wheel_name()>
+KEPT = ("torch", "numpy", "matplotlib", "ipywidgets")  # a runtime's own builds, never replaced by the install
+SETUP_END = "display(environment())"  # the set-up block ends with the line that shows the runtime
+
+
+def book_url() -> str:
+    """The book's published address, ``html.baseurl`` in ``_config.yml``, without the trailing slash."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    url = config["repository"]["url"]
+    return config["html"]["baseurl"].rstrip("/")
+
+
+def setup_cell() -> str:
+    """The first code cell of every lab, rendered from ``_config.yml`` and the package version.
+
+    Without ``aihw`` installed it installs the wheel of this version from the book's own address, falling back
+    to the repository's release tag; every package of ``KEPT`` the runtime has is pinned to its own version
+    (a pip constraints file), so the install adds only what is missing.
+    """
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    repo = config["repository"]["url"]
+    kept = ", ".join(f'"{name}"' for name in KEPT)
     return (
-        "# Set-up: on a GPU runtime (e.g. Colab) this installs the course package; a preinstalled torch is kept as is.\n"
+        "# Set-up: without the course package (a fresh Colab runtime, say) this installs the version this book was\n"
+        "# built with, from the book's own site or else the repository; the runtime's torch, numpy, matplotlib and\n"
+        "# ipywidgets are pinned as they are, so nothing of theirs is replaced.\n"
         "try:\n"
         "    import aihw  # noqa: F401  (imported to check it is installed)\n"
         "except ImportError:\n"
-        f'    %pip install -q "aihw[labs] @ git+{url}@{release_tag()}"  # the release this book is built from\n'
-        "    import aihw  # noqa: F401"
+        "    import importlib\n"
+        "    import subprocess\n"
+        "    import sys\n"
+        "    import tempfile\n"
+        "    from importlib import metadata\n"
+        f'    BOOK = "{book_url()}"  # where this book is published (html.baseurl in _config.yml)\n'
+        f'    SOURCES = [f"{{BOOK}}/{WHEEL_FOLDER}/{wheel_name()}", "git+{repo}@{release_tag()}"]\n'
+        '    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as keep:\n'
+        f"        for name in ({kept}):\n"
+        "            try:\n"
+        '                keep.write(f"{name}=={metadata.version(name)}\\n")\n'
+        "            except metadata.PackageNotFoundError:\n"
+        "                pass\n"
+        "    for source in SOURCES:\n"
+        '        pip = [sys.executable, "-m", "pip", "install", "-q", "-c", keep.name, f"aihw[labs] @ {source}"]\n'
+        "        done = subprocess.run(pip, capture_output=True, text=True)\n"
+        "        if done.returncode == 0:\n"
+        "            break\n"
+        '        print(f"Could not install from {source}:", (done.stderr.strip().splitlines() or ["?"])[-1])\n'
+        "    importlib.invalidate_caches()\n"
+        "    import aihw  # noqa: F401\n"
+        "from aihw.measure.environment import environment\n\n"
+        f"{SETUP_END}  # this runtime in one block: versions, device, GPU and its catalogue chip"
     )
 
 
 def _setup_prefix_end(source: str) -> int:
-    """Index just past the set-up block (the try/except that imports aihw) in the first code cell."""
-    block = re.match(r"(?:#[^\n]*\n)*try:\n    import aihw[^\n]*\nexcept ImportError:\n(?:    [^\n]*(?:\n|$))+", source)
-    return block.end() - (1 if block and block.group(0).endswith("\n") else 0) if block else -1
+    """Index just past the set-up block: the try/except that imports aihw, then the runtime's block if present."""
+    block = re.match(r"(?:#[^\n]*\n)*try:\n    import aihw[^\n]*\nexcept ImportError:\n(?:    [^\n]*(?:\n|$))+"
+                     r"(?:from aihw\.measure\.environment import environment\n+" + re.escape(SETUP_END) + r"[^\n]*)?",
+                     source)
+    if not block:
+        return -1
+    return block.end() - (1 if block.group(0).endswith("\n") else 0)
 
 
 def notebook_from_text(path: Path) -> nbformat.NotebookNode:
@@ -120,6 +171,55 @@ def check() -> list[str]:
     return problems
 
 
+def graded(src: Path):
+    """The :class:`aihw.grading.Assignment` of the lab at ``src`` (its widget module's ``ASSIGNMENT``), or None."""
+    import importlib
+
+    module = importlib.import_module(f"aihw.widgets.{src.stem}")
+    return getattr(module, "ASSIGNMENT", None)
+
+
+def instructor_notebook(src: Path) -> nbformat.NotebookNode:
+    """The instructor's (autograder's) version of a graded lab: every answer variable set to the package's value,
+    and each exercise followed by its worked solution. Generated from the one source, never committed."""
+    assignment = graded(src)
+    if assignment is None:
+        raise ValueError(f"{src.name} has no graded questions (ASSIGNMENT in aihw.widgets.{src.stem})")
+    nb = notebook_from_text(src)
+    key = assignment.key()
+    cells = [nbformat.v4.new_markdown_cell(
+        f"**Instructor version of {src.stem}** (answers and worked solutions from aihw {package_version()}; "
+        "do not hand it out). `python scripts/grade.py` scores students' notebooks against the same key.")]
+    for cell in nb.cells:
+        cells.append(cell)
+        if cell.cell_type != "code":
+            continue
+        for variable, value in key.items():
+            cell.source = re.sub(rf"^{variable} = None\b", f"{variable} = {value!r}", cell.source, flags=re.MULTILINE)
+        asked = [q for q in assignment.questions if f'grader.check("{q.name}"' in cell.source]
+        shown: set[str] = set()
+        for q in asked:
+            text = q.worked()
+            if text not in shown:  # two questions of one exercise share its worked solution
+                shown.add(text)
+                cells.append(nbformat.v4.new_markdown_cell(f"**Worked solution ({q.name}).** {text}"))
+    for i, cell in enumerate(cells):
+        cell["id"] = f"{src.stem}-instructor-{i:02d}"
+    nb.cells = cells
+    return nb
+
+
+def write_instructor(out: Path) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for src in sources():
+        if graded(src) is not None:
+            path = out / f"{src.stem}.ipynb"
+            nbformat.write(instructor_notebook(src), path)
+            written.append(path)
+    return written
+
+
 if __name__ == "__main__":
     command = sys.argv[1] if len(sys.argv) > 1 else ""
     if command == "sync":
@@ -128,5 +228,9 @@ if __name__ == "__main__":
         found = check()
         print("\n".join(found) or f"{len(sources())} labs in step with their text sources")
         sys.exit(1 if found else 0)
+    elif command == "instructor":
+        target = Path(sys.argv[2]) if len(sys.argv) > 2 else ROOT / "_build" / "instructor"
+        for path in write_instructor(target):
+            print(f"wrote {path}")
     else:
-        sys.exit("usage: python scripts/labs.py sync|check")
+        sys.exit("usage: python scripts/labs.py sync|check|instructor [DIR]")

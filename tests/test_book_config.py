@@ -50,16 +50,18 @@ def test_lab_is_committed_without_outputs(lab):
 
 
 @pytest.mark.parametrize("lab", LABS, ids=lambda p: p.name)
-def test_lab_set_up_cell_installs_from_the_configured_repository_and_keeps_torch(lab):
+def test_lab_set_up_cell_installs_this_version_from_the_book_then_the_repository_and_keeps_torch(lab):
     cells = [c for c in json.loads(lab.read_text())["cells"] if c["cell_type"] == "code"]
     first = "".join(cells[0]["source"])
     assert "import aihw" in first and "except ImportError" in first
-    install = next(line for line in first.splitlines() if "pip install" in line)
-    assert f"git+{CONFIG['repository']['url']}" in install, "the lab and _config.yml disagree on the repository"
-    assert "torch" not in install.replace("aihw", "")
-    pin = re.search(r"git\+\S+?@(v[^\"\s]+)\"", install)
-    assert pin, f"the install line must pin a release tag (git+URL@vX.Y.Z), not the moving main: {install}"
-    assert pin.group(1) == f"v{_package_version()}", "the lab installs another release than the book's package"
+    version = _package_version()
+    book = CONFIG["html"]["baseurl"].rstrip("/")
+    assert f'BOOK = "{book}"' in first, "the lab and _config.yml (html.baseurl) disagree on the book's address"
+    assert f"{{BOOK}}/_static/wheels/aihw-{version}-py3-none-any.whl" in first, "not the wheel of this version"
+    assert f"git+{CONFIG['repository']['url']}@v{version}" in first, "the fallback is not this release's tag"
+    # the runtime's own builds are pinned (a constraints file), so the install never replaces them
+    assert '("torch", "numpy", "matplotlib", "ipywidgets")' in first and '"-c", keep.name' in first
+    assert "\nfrom aihw.measure.environment import environment\n\ndisplay(environment())" in first
 
 
 def _package_version() -> str:

@@ -154,17 +154,19 @@ class Prediction:
     predicted: float | str | None
     measured: float | str
     unit: str = ""
+    recorded_at: str | None = None  # when the prediction was recorded (HH:MM:SS), by Predictions.record
 
     def __str__(self) -> str:
         if self.predicted is None:
             return f"{self.quantity}: no prediction recorded; measured {self._fmt(self.measured)}."
+        when = f" (recorded at {self.recorded_at})" if self.recorded_at else ""
         if isinstance(self.predicted, str) or isinstance(self.measured, str):
             same = _normalise(str(self.predicted)) == _normalise(str(self.measured))
-            return (f"{self.quantity}: you predicted {self.predicted}, measured {self.measured}"
+            return (f"{self.quantity}: you predicted {self.predicted}{when}, measured {self.measured}"
                     f" ({'as predicted' if same else 'not as predicted'}).")
         ratio = self.measured / self.predicted if self.predicted else math.inf
-        return (f"{self.quantity}: you predicted {self._fmt(self.predicted)}, measured {self._fmt(self.measured)} "
-                f"(measured / predicted = {ratio:.3g}).")
+        return (f"{self.quantity}: you predicted {self._fmt(self.predicted)}{when}, measured "
+                f"{self._fmt(self.measured)} (measured / predicted = {ratio:.3g}).")
 
     def _fmt(self, value: float | str) -> str:
         return value if isinstance(value, str) else _fmt(value, self.unit)
@@ -177,3 +179,47 @@ def compare_prediction(quantity: str, predicted: float | str | None, measured: f
                        unit: str = "") -> Prediction:
     """Put the learner's recorded prediction beside the measurement (``None``: no prediction was made)."""
     return Prediction(quantity, predicted, measured, unit)
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A prediction as recorded in its own cell, before the measurement: what, the value, the unit and when."""
+
+    quantity: str
+    value: float | str | None
+    unit: str
+    at: str
+
+    def __str__(self) -> str:
+        if self.value is None:
+            return f"{self.quantity}: no prediction yet (replace None with yours and run this cell again)."
+        shown = self.value if isinstance(self.value, str) else _fmt(self.value, self.unit)
+        return f"Recorded at {self.at}: your prediction of {self.quantity} is {shown}."
+
+    def _repr_html_(self) -> str:
+        return f'<div style="border-left:4px solid #1f5fa8;padding:4px 8px;margin:4px 0">{html.escape(str(self))}</div>'
+
+
+class Predictions:
+    """A lab's predictions: each recorded in its own cell before its measurement, shown beside it afterwards.
+
+    ``record`` keeps the value and the time it was recorded; ``compare`` (in the measurement's cell) puts the
+    recorded value beside the measurement, so re-running the measurement never overwrites the prediction.
+    """
+
+    def __init__(self) -> None:
+        self._recorded: dict[str, Recorded] = {}
+
+    def record(self, quantity: str, value: float | str | None, *, unit: str = "") -> Recorded:
+        import datetime
+
+        entry = Recorded(quantity, value, unit, datetime.datetime.now().strftime("%H:%M:%S"))
+        if value is not None:
+            self._recorded[quantity] = entry
+        return entry
+
+    def compare(self, quantity: str, measured: float | str, *, unit: str = "") -> Prediction:
+        entry = self._recorded.get(quantity)
+        if entry is None:
+            return Prediction(quantity, None, measured, unit)
+        return Prediction(quantity, entry.value, measured, unit or entry.unit, entry.at)

@@ -16,6 +16,7 @@ import numpy as np
 
 from aihw.catalogue import hardware
 from aihw.chips import roofline, systolic
+from aihw.grading import Assignment, Question
 from aihw.plots.gpus_vs_tpus import RooflinePlot, plot_roofline, plot_trace_step
 from aihw.plots.style import alt_text
 from aihw.report import markdown_table
@@ -242,3 +243,39 @@ def _worked_3() -> tuple[float, str]:
 
 WORKED = {1: _worked_1, 2: _worked_2, 3: _worked_3}
 SOLUTIONS = {n: (lambda f=f: f()[1]) for n, f in WORKED.items()}
+
+
+def _ridge_h100() -> float:
+    h100 = hardware.get_chip("H100 SXM")
+    return roofline.ridge_point(h100.peak_flops("bf16"), h100.bandwidth_bytes_per_s)
+
+
+def _decode_v5e() -> roofline.OpEstimate:
+    return roofline.estimate_matmul("TPU v5e", 1, 8192, 8192, "bf16")
+
+
+def _batch_v5e() -> roofline.OpEstimate:
+    return roofline.estimate_matmul("TPU v5e", 512, 8192, 8192, "bf16")
+
+
+def _solution_2_bound() -> str:
+    big = _batch_v5e()
+    return (f"512 tokens: {big.flops:.3g} FLOP over {big.bytes_moved:.3g} bytes (the 8192² weights once, plus both "
+            f"512 × 8192 activations) = {big.intensity:.0f} FLOP/byte, against the v5e's ridge of "
+            f"{big.ridge_point:.0f} FLOP/byte: {big.bound}-bound. The weights are read once for all 512 tokens, which is "
+            "why batching decode requests pays.")
+
+
+# The graded questions (aihw.grading): the lab's cells call ASSIGNMENT.check("q1", answer_1), which compares with
+# the calculators below; scripts/grade.py scores executed notebooks against the same calculators.
+ASSIGNMENT = Assignment("gpus_vs_tpus_lab", (
+    Question("q1", "answer_1", _ridge_h100, SOLUTIONS[1], unit="FLOP/byte",
+             hint="The ridge is where the two roofs meet; `aihw hardware show h100` has both numbers."),
+    Question("q2", "answer_2", lambda: _decode_v5e().time_s * 1e6, SOLUTIONS[2], rel_tol=0.05, unit="µs",
+             hint="Which operand is largest? Its bytes, over the memory bandwidth, bound the time from below."),
+    Question("q2_bound", "answer_2_bound", lambda: _batch_v5e().bound, _solution_2_bound, choices=("compute", "memory"),
+             hint="Count the FLOPs and the bytes of all three matrices, then compare with the v5e's ridge point."),
+    Question("q3", "answer_3", lambda: systolic.predicted_cycles(4, 3, 3, size=3, dataflow="weight-stationary"),
+             SOLUTIONS[3], rel_tol=0, unit="cycles",
+             hint="Loading the weights takes one cycle per row; then the last activation must cross the array."),
+))

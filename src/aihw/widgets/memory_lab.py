@@ -13,11 +13,13 @@ The builder :func:`memory_explorer` returns the widget. The work is in plain fun
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import ipywidgets as W
 
 from aihw.catalogue import hardware
+from aihw.grading import Assignment, Question
 from aihw.memory.estimator import (
     GB,
     OPTIMIZER_STATE_BYTES,
@@ -28,6 +30,7 @@ from aihw.memory.estimator import (
     Optimizer,
     ZeroStage,
     estimate,
+    estimate_memory,
 )
 from aihw.memory.fit import devices_needed
 from aihw.plots.memory import COLOURS, plot_breakdown, plot_prediction_with_measurement
@@ -280,5 +283,54 @@ def _worked_3() -> tuple[float, str]:
                       f"activations + 16 B x 69e9 / N <= 80 GB is {n}.")
 
 
+def _larger_at_serving() -> str:
+    total = estimate_memory("llama-3-8b", mode="infer", batch=16, seq=8192).total
+    return "kv cache" if total["kv_cache"] > total["weights"] else "weights"
+
+
+def _solution_4() -> str:
+    weights = 8.03e9 * 2 / 1e9
+    cache = 2 * 32 * 8 * 128 * 8192 * 16 * 2 / 1e9
+    return (f"weights: 8.03e9 parameters x 2 B = {weights:.1f} GB; KV cache: 2 (K and V) x 32 layers x 8 KV heads x "
+            f"128 x 8192 tokens x 16 sequences x 2 B = {cache:.1f} GB, so the "
+            f"{'kv cache' if cache > weights else 'weights'} is larger.")
+
+
 WORKED = {1: _worked_1, 2: _worked_2, 3: _worked_3}
-SOLUTIONS = {n: (lambda f=f: f()[1]) for n, f in WORKED.items()}
+
+
+def _text_of(worked: Callable[[], tuple[float, str]]) -> Callable[[], str]:
+    return lambda: worked()[1]
+
+
+SOLUTIONS = {**{n: _text_of(f) for n, f in WORKED.items()}, 4: _solution_4}
+
+
+def _model_state_7b() -> float:
+    total = estimate_memory("llama-2-7b", precision="bf16", optimizer="adamw").total
+    return sum(total[k] for k in ("weights", "gradients", "optimizer", "master_weights")) / GB
+
+
+def _kv_cache_70b() -> float:
+    return estimate_memory("llama-2-70b", mode="infer", batch=8, seq=4096).total["kv_cache"] / GB
+
+
+def _gpus_for_70b() -> int:
+    train = MemoryConfig(model=resolve_model("llama-2-70b"), batch=1, seq=4096, recompute="full")
+    n = devices_needed(train, hardware.get_chip("H100 SXM").memory_bytes, zero=3)
+    assert n is not None, "some ZeRO-3 split of H100s holds Llama-2-70B"
+    return n
+
+
+# The graded questions (aihw.grading): the lab's cells call ASSIGNMENT.check("q1", answer1), which compares with
+# the calculators above; scripts/grade.py scores executed notebooks against the same calculators.
+ASSIGNMENT = Assignment("memory_lab", (
+    Question("q1", "answer1", _model_state_7b, SOLUTIONS[1], unit="GB",
+             hint="list what mixed-precision AdamW keeps per parameter, and the bytes of each."),
+    Question("q2", "answer2", _kv_cache_70b, SOLUTIONS[2], unit="GB",
+             hint="the cache holds a key and a value vector per layer, KV head, token and sequence."),
+    Question("q3", "answer3", _gpus_for_70b, SOLUTIONS[3], rel_tol=0, unit="GPUs",
+             hint="ZeRO-3 shards model state, but what does each GPU still hold in full?"),
+    Question("q4", "answer4", _larger_at_serving, _solution_4, choices=("weights", "kv cache"),
+             hint="compute both: weights are 2 B per parameter; the cache grows with batch x context."),
+))
