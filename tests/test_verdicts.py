@@ -16,7 +16,7 @@ CLAIMS = {
     "headline figures": "gpus_vs_tpus",
     "custom kernels": "accelerator",
     "register-file access": "accelerator",
-    "price-to-performance": "scaling",
+    "price-to-performance": "choosing",
     "ceiling of your AI capabilities": "scaling",
     "optimizing this split": "transformer_math",
     "matrix operations": "transformer_math",
