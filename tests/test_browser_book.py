@@ -192,7 +192,7 @@ def test_pages_show_their_figures(book, rel, least):
 
 PHONE = {"width": 390, "height": 844}
 MIN_FIGURE_TEXT_PX = 7.0  # smallest figure text, in CSS pixels, on a 390-px phone (aihw.plots.style sizes to it)
-RASTER_DPI = 100  # inline PNGs (if any) are drawn at matplotlib's figure.dpi, text at least MIN_FONT_PT
+RASTER_DPI = 100  # a PNG that records no resolution is taken as drawn at matplotlib's figure.dpi
 
 PHONE_JS = """async () => {
   const imgs = [...document.images];
@@ -275,10 +275,58 @@ def _svg_min_font_px(path: Path, rendered_width: float) -> tuple[float, str] | N
     return size * rendered_width / float(box.group(1)), text
 
 
+def _png_dpi(data: bytes) -> float | None:
+    """The resolution a PNG records in its pHYs chunk (matplotlib writes the dpi it drew at), in dots per inch;
+    None when the file records none or is not a PNG."""
+    import struct
+
+    if not data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return None
+    at = 8
+    while at + 8 <= len(data):
+        length, kind = struct.unpack(">I4s", data[at:at + 8])
+        if kind == b"pHYs" and length == 9:
+            x_per_unit, _, unit = struct.unpack(">IIB", data[at + 8:at + 17])
+            return x_per_unit * 0.0254 if unit == 1 and x_per_unit > 0 else None
+        if kind in (b"IDAT", b"IEND"):
+            return None  # pHYs comes before the image data
+        at += 12 + length
+    return None
+
+
+def _raster_bytes(src: str, path: Path) -> bytes:
+    """The bytes of an image: decoded from a data: URL, or read from its file."""
+    import base64
+
+    if src.startswith("data:"):
+        head, _, payload = src.partition(",")
+        return base64.b64decode(payload) if head.endswith(";base64") else b""
+    return path.read_bytes()
+
+
+def test_png_dpi_reads_what_matplotlib_records():
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure(figsize=(1, 1))
+    try:
+        for dpi in (72, 100, 192):
+            buffer = io.BytesIO()
+            fig.savefig(buffer, format="png", dpi=dpi)
+            assert _png_dpi(buffer.getvalue()) == pytest.approx(dpi, rel=0.01)
+    finally:
+        plt.close(fig)
+    assert _png_dpi(b"GIF89a") is None
+
+
 def test_figure_text_is_legible_on_a_phone(phone):
     """Every figure's smallest text is at least MIN_FIGURE_TEXT_PX CSS pixels at phone width (SVG: measured from
     the file's font sizes and the rendered width; raster: its scale on screen times the smallest text it can
-    hold at RASTER_DPI)."""
+    hold, MIN_FONT_PT at the dpi the PNG records, RASTER_DPI when it records none)."""
     from urllib.parse import unquote, urlsplit
 
     from aihw.plots.style import MIN_FONT_PT
@@ -300,8 +348,10 @@ def test_figure_text_is_legible_on_a_phone(phone):
                     continue
                 px, text = found
             else:
-                px = img["width"] / max(img["natural"], 1) * MIN_FONT_PT * RASTER_DPI / 72
-                text = f"{'inline ' if inline else ''}raster {img['natural']} px shown at {img['width']:.0f} px"
+                dpi = _png_dpi(_raster_bytes(img["src"], path)) or RASTER_DPI
+                px = img["width"] / max(img["natural"], 1) * MIN_FONT_PT * dpi / 72
+                text = (f"{'inline ' if inline else ''}raster {img['natural']} px at {dpi:.0f} dpi "
+                        f"shown at {img['width']:.0f} px")
             checked += 1
             if px < MIN_FIGURE_TEXT_PX:
                 problems.append(f"{rel}: {path.name} smallest text {px:.1f} px ({text})")
