@@ -32,7 +32,7 @@ from aihw.memory.estimator import (
     kv_cache_bytes,
     per_device_bytes,
 )
-from aihw.memory.fit import devices_needed, fit_table
+from aihw.memory.fit import chip_fit, devices_needed, fit_table
 
 __all__ = [
     "GB", "GiB",
@@ -41,5 +41,5 @@ __all__ = [
     "GradPrecision", "GRAD_PRECISIONS", "ZeroStage", "ZERO_STAGES", "ZERO3_BUFFER_LAYERS",
     "activation_bytes_per_layer", "korthikanti_per_layer", "MemoryConfig", "MemoryEstimate",
     "in_flight_layers", "kv_cache_bytes", "estimate", "per_device_bytes", "SPLIT_FIELDS", "estimate_memory",
-    "devices_needed", "fit_table"
+    "chip_fit", "devices_needed", "fit_table"
 ]

@@ -73,18 +73,23 @@ def devices_needed(config: MemoryConfig, capacity_bytes: float, *, zero: ZeroSta
     return None if dp is None else dp * cfg.tp * cfg.pp
 
 
+def chip_fit(config: MemoryConfig, chip: str) -> dict:
+    """``config`` against one catalogue chip: its capacity, whether the per-device memory of the configured
+    layout fits (``fits``), whether one chip holds the whole job (``fits_one``), and the fewest chips per ZeRO
+    stage (training) or with tensor then pipeline parallelism (serving, key ``"tp/pp"``)."""
+    found = get_chip(chip)
+    cap = float(found.memory_bytes)
+    single = _per_device(config, dp=1, tp=1, pp=1, zero=0)
+    row: dict[str, Any] = {"chip": found.name, "key": found.key, "capacity_bytes": cap,
+                           "quoted": found.memory.quoted, "fits": estimate(config).per_device_bytes <= cap,
+                           "fits_one": single <= cap}
+    if config.mode == "train":
+        row["devices"] = {stage: devices_needed(config, cap, zero=stage) for stage in ZERO_STAGES}
+    else:
+        row["devices"] = {"tp/pp": devices_needed(config, cap)}
+    return row
+
+
 def fit_table(config: MemoryConfig, chips: list[str] | None = None) -> list[dict]:
-    """One row per catalogue chip: capacity, whether one chip holds it, chips needed per ZeRO stage."""
-    chip_objs = [get_chip(c) for c in chips] if chips is not None else list_chips()
-    single = estimate(dataclasses.replace(config, dp=1, tp=1, pp=1, zero=0)).per_device_bytes
-    rows = []
-    for chip in chip_objs:
-        cap = float(chip.memory_bytes)
-        row = {"chip": chip.name, "key": chip.key, "capacity_bytes": cap, "quoted": chip.memory.quoted,
-               "fits_one": single <= cap}
-        if config.mode == "train":
-            row["devices"] = {stage: devices_needed(config, cap, zero=stage) for stage in ZERO_STAGES}
-        else:
-            row["devices"] = {"tp/pp": devices_needed(config, cap)}
-        rows.append(row)
-    return rows
+    """One row per catalogue chip (default: all of them), as :func:`chip_fit` gives it."""
+    return [chip_fit(config, key) for key in (chips if chips is not None else [c.key for c in list_chips()])]

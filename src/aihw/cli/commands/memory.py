@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from aihw.catalogue.hardware import get_chip
 from aihw.cli import args as A
 from aihw.cli.output import print_result
 from aihw.memory.estimator import (
@@ -13,12 +12,11 @@ from aihw.memory.estimator import (
     MODES,
     OPTIMIZERS,
     WEIGHT_PRECISIONS,
-    ZERO_STAGES,
     GiB,
     MemoryConfig,
     estimate,
 )
-from aihw.memory.fit import devices_needed
+from aihw.memory.fit import chip_fit
 from aihw.transformer.flops import RECOMPUTE_CHOICES
 from aihw.transformer.shapes import list_presets, resolve_model
 
@@ -81,14 +79,12 @@ def config_from_args(args: argparse.Namespace) -> MemoryConfig:
 
 
 def _fit(cfg: MemoryConfig, chip_name: str) -> dict:
-    chip = get_chip(chip_name)
-    cap = float(chip.memory_bytes)
-    per_device = estimate(cfg).per_device_bytes
-    fit = {"chip": chip.name, "capacity_bytes": cap, "quoted": chip.memory.quoted, "fits": per_device <= cap}
+    row = chip_fit(cfg, chip_name)
+    fit = {key: row[key] for key in ("chip", "capacity_bytes", "quoted", "fits")}
     if cfg.mode == "train":
-        fit["devices_per_zero_stage"] = {str(z): devices_needed(cfg, cap, zero=z) for z in ZERO_STAGES}
+        fit["devices_per_zero_stage"] = {str(z): n for z, n in row["devices"].items()}
     else:
-        fit["devices_tensor_then_pipeline"] = devices_needed(cfg, cap)
+        fit["devices_tensor_then_pipeline"] = row["devices"]["tp/pp"]
     return fit
 
 
