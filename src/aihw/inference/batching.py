@@ -109,7 +109,11 @@ class RunResult:
 @torch.no_grad()
 def serve(model: GenGPT, requests: list[Request], *, policy: Policy = "continuous", max_batch: int = 8,
           block_size: int = 16) -> RunResult:
-    """Run the trace through the serving loop with ``policy``; returns every request's tokens and timings."""
+    """Run the trace through the serving loop with ``policy``; returns every request's tokens and timings.
+
+    Each step: admit waiting requests that have arrived (continuous: whenever a slot is free; static: only into
+    an empty batch), prefill each new one alone, decode one token for every running request, retire the
+    finished ones (a static batch leaves together)."""
     require_choice("policy", policy, POLICIES)
     require_positive("max_batch", max_batch, integer=True)
     if len({r.rid for r in requests}) != len(requests):
@@ -119,59 +123,94 @@ def serve(model: GenGPT, requests: list[Request], *, policy: Policy = "continuou
         raise ValueError(f"a request needs {longest} positions; the model has {model.cfg.seq_len}")
     p = next(model.parameters())
     blocks = max_batch * math.ceil(longest / block_size) + max_batch  # enough for a full batch of the longest
-    cache = PagedKVCache(model.cfg, blocks, block_size, dtype=p.dtype, device=p.device)
-    waiting = sorted(requests, key=lambda r: (r.arrival, r.rid))
-    running: dict[int, list[int]] = {}  # rid -> generated tokens
-    info = {r.rid: r for r in requests}
-    arrived_at: dict[int, float] = {}
-    first: dict[int, float] = {}
-    result = RunResult(policy)
-    start = time.perf_counter()
+    loop = _Loop(model, policy, max_batch, PagedKVCache(model.cfg, blocks, block_size, dtype=p.dtype,
+                                                        device=p.device), p.device, requests)
     step = 0
-    while waiting or running:
-        now = time.perf_counter() - start
-        for r in waiting:
-            if r.arrival <= step and r.rid not in arrived_at:
-                arrived_at[r.rid] = now
-        if not running and waiting and waiting[0].arrival > step:
-            step = waiting[0].arrival  # idle: jump to the next arrival
+    while loop.waiting or loop.running:
+        now = loop.clock()
+        loop.note_arrivals(step, now)
+        if not loop.running and loop.waiting[0].arrival > step:
+            step = loop.waiting[0].arrival  # idle: jump to the next arrival
             continue
-        # 1. admit
-        may_admit = policy == "continuous" or not running
-        admitted: list[Request] = []
-        while may_admit and waiting and waiting[0].arrival <= step and len(running) + len(admitted) < max_batch:
-            admitted.append(waiting.pop(0))
-        # 2. prefill each new request alone (its prompt in one pass) and take its first token
-        for r in admitted:
-            arrived_at.setdefault(r.rid, now)
-            cache.add(r.rid)
-            ids = torch.tensor([r.prompt], device=p.device)
-            logits = model.step(ids, torch.arange(len(r.prompt), device=p.device)[None], cache.bind([r.rid]))
-            running[r.rid] = [int(logits[0, -1].argmax())]
-            first[r.rid] = time.perf_counter() - start
-        # 3. decode one token for every running request that still needs one (static: all rows run)
-        rows = [rid for rid, out in running.items() if len(out) < info[rid].new_tokens
-                or (policy == "static" and _batch_unfinished(running, info))]
-        rows = [rid for rid in rows if len(info[rid].prompt) + len(running[rid]) < model.cfg.seq_len]
-        if rows:
-            last = torch.tensor([[running[rid][-1]] for rid in rows], device=p.device)
-            pos = torch.tensor([[len(info[rid].prompt) + len(running[rid]) - 1] for rid in rows], device=p.device)
-            logits = model.step(last, pos, cache.bind(rows))
-            for i, rid in enumerate(rows):
-                running[rid].append(int(logits[i, -1].argmax()))
-            result.decode_rows += len(rows)
-        # 4. retire
-        now = time.perf_counter() - start
-        done = [rid for rid, out in running.items() if len(out) >= info[rid].new_tokens]
-        if policy == "static" and _batch_unfinished(running, info):
-            done = []  # a static batch leaves together
-        for rid in done:
-            result.finished[rid] = Finished(rid, running.pop(rid)[:info[rid].new_tokens], arrived_at[rid],
-                                            first[rid], now, info[rid].arrival, step)
-            cache.release(rid)
+        loop.prefill(loop.admit(step), now)
+        loop.decode()
+        loop.retire(step)
         step += 1
-    result.seconds, result.steps = time.perf_counter() - start, step
-    return result
+    loop.result.seconds, loop.result.steps = loop.clock(), step
+    return loop.result
+
+
+class _Loop:
+    """The state of one serving run: waiting and running requests, the paged cache, and the timestamps."""
+
+    def __init__(self, model: GenGPT, policy: Policy, max_batch: int, cache: PagedKVCache,
+                 device: torch.device, requests: list[Request]) -> None:
+        self.model, self.policy, self.max_batch, self.cache, self.device = model, policy, max_batch, cache, device
+        self.waiting = sorted(requests, key=lambda r: (r.arrival, r.rid))
+        self.info = {r.rid: r for r in requests}
+        self.running: dict[int, list[int]] = {}  # rid -> generated tokens
+        self.arrived_at: dict[int, float] = {}
+        self.first: dict[int, float] = {}
+        self.result = RunResult(policy)
+        self.start = time.perf_counter()
+
+    def clock(self) -> float:
+        return time.perf_counter() - self.start
+
+    def note_arrivals(self, step: int, now: float) -> None:
+        for r in self.waiting:
+            if r.arrival <= step and r.rid not in self.arrived_at:
+                self.arrived_at[r.rid] = now
+
+    def admit(self, step: int) -> list[Request]:
+        """Requests that join the batch this step."""
+        admitted: list[Request] = []
+        if self.policy == "static" and self.running:
+            return admitted
+        while (self.waiting and self.waiting[0].arrival <= step
+               and len(self.running) + len(admitted) < self.max_batch):
+            admitted.append(self.waiting.pop(0))
+        return admitted
+
+    def prefill(self, admitted: list[Request], now: float) -> None:
+        """Each new request's prompt in one pass, alone; its first token taken."""
+        for r in admitted:
+            self.arrived_at.setdefault(r.rid, now)
+            self.cache.add(r.rid)
+            ids = torch.tensor([r.prompt], device=self.device)
+            positions = torch.arange(len(r.prompt), device=self.device)[None]
+            logits = self.model.step(ids, positions, self.cache.bind([r.rid]))
+            self.running[r.rid] = [int(logits[0, -1].argmax())]
+            self.first[r.rid] = self.clock()
+
+    def decode(self) -> None:
+        """One token for every running request that still needs one (static: every row of the batch runs)."""
+        pad = self.policy == "static" and _batch_unfinished(self.running, self.info)
+        seq_len = self.model.cfg.seq_len
+        rows = [rid for rid, out in self.running.items()
+                if (len(out) < self.info[rid].new_tokens or pad)
+                and len(self.info[rid].prompt) + len(out) < seq_len]
+        if not rows:
+            return
+        last = torch.tensor([[self.running[rid][-1]] for rid in rows], device=self.device)
+        pos = torch.tensor([[len(self.info[rid].prompt) + len(self.running[rid]) - 1] for rid in rows],
+                           device=self.device)
+        logits = self.model.step(last, pos, self.cache.bind(rows))
+        for i, rid in enumerate(rows):
+            self.running[rid].append(int(logits[i, -1].argmax()))
+        self.result.decode_rows += len(rows)
+
+    def retire(self, step: int) -> None:
+        """Finished requests leave and free their cache blocks (a static batch leaves together)."""
+        now = self.clock()
+        if self.policy == "static" and _batch_unfinished(self.running, self.info):
+            return
+        done = [rid for rid, out in self.running.items() if len(out) >= self.info[rid].new_tokens]
+        for rid in done:
+            r = self.info[rid]
+            self.result.finished[rid] = Finished(rid, self.running.pop(rid)[:r.new_tokens], self.arrived_at[rid],
+                                                 self.first[rid], now, r.arrival, step)
+            self.cache.release(rid)
 
 
 def _batch_unfinished(running: dict[int, list[int]], info: dict[int, Request]) -> bool:
