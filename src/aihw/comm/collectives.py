@@ -178,6 +178,23 @@ def fit_alpha_beta(sizes_bytes: Sequence[float], times_s: Sequence[float], world
     alpha is clipped at 0 (then B is refitted alone). R² is the ordinary coefficient of determination of the
     fitted times against the measured ones.
     """
+    sizes, times = _fit_inputs(sizes_bytes, times_s)
+    steps, factor = all_reduce_terms(world_size, algorithm)
+    if steps == 0:
+        raise ValueError("world_size=1 moves no data: there is nothing to fit")
+    moved = [factor * x for x in sizes]  # bytes each rank moves, per message
+    alpha, beta = _weighted_fit(steps, moved, times)
+    largest = sizes.index(max(sizes))
+    if not beta > 0 or beta * moved[largest] < FLAT_FRACTION * times[largest]:
+        raise ValueError("the measured times do not grow with message size (the bandwidth term explains less "
+                         f"than {FLAT_FRACTION:.0%} of the largest message's time); cannot fit a bandwidth: "
+                         "measure larger messages")
+    r2 = _r_squared(times, [alpha * steps + beta * m for m in moved])
+    return LinkModel(alpha, 1.0 / beta, name=f"fit ({algorithm}, {world_size} ranks)"), r2
+
+
+def _fit_inputs(sizes_bytes: Sequence[float], times_s: Sequence[float]) -> tuple[list[float], list[float]]:
+    """The measurements as floats, refused unless equally long, positive, finite and of two sizes or more."""
     try:
         sizes, times = [float(x) for x in sizes_bytes], [float(x) for x in times_s]
     except (TypeError, ValueError, OverflowError) as exc:
@@ -188,13 +205,14 @@ def fit_alpha_beta(sizes_bytes: Sequence[float], times_s: Sequence[float], world
         raise ValueError(f"need at least two different message sizes to fit alpha and beta, got {sizes}")
     if not all(math.isfinite(x) and x > 0 for x in (*sizes, *times)):
         raise ValueError("sizes_bytes and times_s must all be finite and > 0")
-    steps, factor = all_reduce_terms(world_size, algorithm)
-    if steps == 0:
-        raise ValueError("world_size=1 moves no data: there is nothing to fit")
-    # t_i = alpha * steps + beta * (factor * size_i), weighted by w_i = 1/t_i: the 2x2 normal equations,
-    # with the size column scaled to order 1 so they stay well conditioned.
-    scale = max(sizes) * factor
-    d1 = [factor * x / scale for x in sizes]
+    return sizes, times
+
+
+def _weighted_fit(steps: int, moved: list[float], times: list[float]) -> tuple[float, float]:
+    """(alpha, beta) of t_i = alpha * steps + beta * moved_i, weighted by 1/t_i, alpha clipped at 0: the 2x2
+    normal equations, with the bytes column scaled to order 1 so they stay well conditioned."""
+    scale = max(moved)
+    d1 = [m / scale for m in moved]
     w2 = [1.0 / t**2 for t in times]
     s00 = sum(w * steps * steps for w in w2)
     s01 = sum(w * steps * d for w, d in zip(w2, d1, strict=True))
@@ -205,17 +223,14 @@ def fit_alpha_beta(sizes_bytes: Sequence[float], times_s: Sequence[float], world
     alpha, beta_scaled = (r0 * s11 - r1 * s01) / det, (s00 * r1 - s01 * r0) / det
     if alpha < 0:
         alpha, beta_scaled = 0.0, r1 / s11
-    beta = beta_scaled / scale  # seconds per byte moved
-    largest = sizes.index(max(sizes))
-    if not beta > 0 or beta * factor * sizes[largest] < FLAT_FRACTION * times[largest]:
-        raise ValueError("the measured times do not grow with message size (the bandwidth term explains less "
-                         f"than {FLAT_FRACTION:.0%} of the largest message's time); cannot fit a bandwidth: "
-                         "measure larger messages")
-    predicted = [alpha * steps + beta * factor * x for x in sizes]
-    mean = sum(times) / len(times)
-    ss_tot = sum((t - mean) ** 2 for t in times)
-    r2 = 1.0 - sum((t - q) ** 2 for t, q in zip(times, predicted, strict=True)) / ss_tot if ss_tot > 0 else 1.0
-    return LinkModel(alpha, 1.0 / beta, name=f"fit ({algorithm}, {world_size} ranks)"), r2
+    return alpha, beta_scaled / scale  # seconds, seconds per byte moved
+
+
+def _r_squared(measured: list[float], predicted: list[float]) -> float:
+    mean = sum(measured) / len(measured)
+    ss_tot = sum((t - mean) ** 2 for t in measured)
+    residual = sum((t - q) ** 2 for t, q in zip(measured, predicted, strict=True))
+    return 1.0 - residual / ss_tot if ss_tot > 0 else 1.0
 
 
 # Below this R², a fitted (alpha, B) describes the measurements poorly: flag it wherever a fit is shown.
