@@ -128,6 +128,22 @@ class TrainingObjective:
     candidates: tuple[Chip, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        self._check_fields()
+        shape = self._shape()
+        if self.seq > shape.max_seq and shape.sliding_window is None:
+            raise ValueError(f"seq={self.seq} exceeds the {shape.max_seq}-token context of {shape.name}")
+        tokens = self._tokens(float(shape.param_count()))
+        if tokens < self.batch_tokens:
+            raise ValueError(f"{tokens:.3g} training tokens is less than one step of batch_tokens="
+                             f"{self.batch_tokens:,}")
+        if tokens > 1e16:
+            raise ValueError(f"{tokens:.3g} training tokens: at most 1e16 are sized")
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "train_tokens", tokens)
+        object.__setattr__(self, "candidates", _chips(self.chip_names))
+
+    def _check_fields(self) -> None:
+        """Each field in its range, and the combinations that say what to size."""
         require_choice("method", self.method, METHODS)
         require_choice("criterion", self.criterion, CRITERIA)
         require_choice("optimizer", self.optimizer, OPTIMIZERS)
@@ -145,6 +161,9 @@ class TrainingObjective:
             require_positive("chips", self.chips, integer=True)
             if self.chips > MAX_CHIPS:
                 raise ValueError(f"chips={self.chips}: at most {MAX_CHIPS:,} are sized")
+        self._check_combination()
+
+    def _check_combination(self) -> None:
         if self.model is not None and self.params is not None:
             raise ValueError("give the model or its parameter count (params), not both")
         if self.tokens is not None and self.flops is not None:
@@ -154,30 +173,23 @@ class TrainingObjective:
         if self.chips is None and self.deadline_days is None and self.budget_usd is None:
             raise ValueError("give a deadline (deadline_days), a budget (budget_usd) or a fixed number of chips "
                              "(chips): nothing else says how large the run should be")
+
+    def _shape(self) -> ModelShape:
+        """The model: a preset, a shape for the parameter count, or the compute-optimal size for the budget."""
         if self.model is not None:
-            shape = resolve_model(self.model)
-        elif self.params is not None:
-            shape = shape_for_params(self.params)
-        else:
-            assert self.flops is not None
-            shape = shape_for_params(compute_optimal(self.flops, self.method).params)
-        if self.seq > shape.max_seq and shape.sliding_window is None:
-            raise ValueError(f"seq={self.seq} exceeds the {shape.max_seq}-token context of {shape.name}")
-        n = float(shape.param_count())
+            return resolve_model(self.model)
+        if self.params is not None:
+            return shape_for_params(self.params)
+        assert self.flops is not None
+        return shape_for_params(compute_optimal(self.flops, self.method).params)
+
+    def _tokens(self, n: float) -> float:
+        """Training tokens: as given, set by the FLOP budget, or compute-optimal for ``n`` parameters."""
         if self.tokens is not None:
-            tokens = float(self.tokens)
-        elif self.flops is not None:
-            tokens = self.flops / training_flops(n, 1)
-        else:
-            tokens = compute_optimal(_optimal_flops_for(n, self.method), self.method).tokens
-        if tokens < self.batch_tokens:
-            raise ValueError(f"{tokens:.3g} training tokens is less than one step of batch_tokens="
-                             f"{self.batch_tokens:,}")
-        if tokens > 1e16:
-            raise ValueError(f"{tokens:.3g} training tokens: at most 1e16 are sized")
-        object.__setattr__(self, "shape", shape)
-        object.__setattr__(self, "train_tokens", tokens)
-        object.__setattr__(self, "candidates", _chips(self.chip_names))
+            return float(self.tokens)
+        if self.flops is not None:
+            return self.flops / training_flops(n, 1)
+        return compute_optimal(_optimal_flops_for(n, self.method), self.method).tokens
 
     @property
     def global_batch(self) -> int:

@@ -208,7 +208,7 @@ def _fit_inputs(sizes_bytes: Sequence[float], times_s: Sequence[float]) -> tuple
     return sizes, times
 
 
-def _weighted_fit(steps: int, moved: list[float], times: list[float]) -> tuple[float, float]:
+def _weighted_fit(steps: float, moved: list[float], times: list[float]) -> tuple[float, float]:
     """(alpha, beta) of t_i = alpha * steps + beta * moved_i, weighted by 1/t_i, alpha clipped at 0: the 2x2
     normal equations, with the bytes column scaled to order 1 so they stay well conditioned."""
     scale = max(moved)
