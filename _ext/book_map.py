@@ -1,9 +1,10 @@
 """The ``{book-map}`` directive: the map of the book (parts -> chapters -> labs) generated from ``_toc.yml`` at
 build time, so a chapter added to the table of contents appears on the landing page without editing it.
 
-Times are computed, not guessed: a chapter's reading time is its prose words at 200 words a minute (code cells
-excluded); a lab's working time is 3 minutes per code cell (run, read the output, change a control). Both are
-rounded up to 5 minutes.
+Times are computed, not guessed: a chapter's reading time is its prose words at 150 words a minute (technical
+prose with equations is read more slowly than the 200-250 of plain text; code cells excluded), plus a minute for
+each figure and each table (a code cell that draws, a markdown table, a list-table); a lab's working time is 3
+minutes per code cell (run, read the output, change a control). Both are rounded up to 5 minutes.
 """
 
 from __future__ import annotations
@@ -18,22 +19,34 @@ from docutils import nodes
 from docutils.parsers.rst import Directive
 from sphinx import addnodes
 
-WORDS_PER_MINUTE = 200
+WORDS_PER_MINUTE = 150
+MINUTES_PER_FIGURE_OR_TABLE = 1
 MINUTES_PER_LAB_CELL = 3
 UNTIMED_PARTS = {"Reference"}  # glossary and bibliography: looked up, not read through
 CODE_CELL = re.compile(r"```\{code-cell\}.*?```", re.S)
 FRONT_MATTER = re.compile(r"\A---\n.*?\n---\n", re.S)
+DRAWS = re.compile(r"\bplot_\w+\(|\bplt\.|\.plot\(|\bdiagram")  # a code cell that shows a figure
+TABLE_RULE = re.compile(r"^\|[\s:|-]+\|\s*$", re.M)  # the |---|---| line under a markdown table's header
 
 
 def _round5(minutes: float) -> int:
     return max(5, 5 * math.ceil(minutes / 5))
 
 
-def reading_minutes(path: Path) -> int:
-    """Prose words of a MyST chapter at 200 words a minute, code cells and front matter left out."""
+def reading_counts(path: Path) -> dict[str, int]:
+    """Prose words (code cells and front matter left out), figures and tables of a MyST chapter."""
     text = FRONT_MATTER.sub("", path.read_text(encoding="utf-8"))
-    text = CODE_CELL.sub("", text)
-    return _round5(len(re.findall(r"[A-Za-z0-9][\w'’-]*", text)) / WORDS_PER_MINUTE)
+    figures = sum(bool(DRAWS.search(cell)) for cell in CODE_CELL.findall(text))
+    prose = CODE_CELL.sub("", text)
+    tables = len(TABLE_RULE.findall(prose)) + prose.count("{list-table}")
+    return {"words": len(re.findall(r"[A-Za-z0-9][\w'’-]*", prose)), "figures": figures, "tables": tables}
+
+
+def reading_minutes(path: Path) -> int:
+    """Prose words at 150 words a minute plus a minute per figure and per table, rounded up to 5 minutes."""
+    counts = reading_counts(path)
+    return _round5(counts["words"] / WORDS_PER_MINUTE
+                   + MINUTES_PER_FIGURE_OR_TABLE * (counts["figures"] + counts["tables"]))
 
 
 def lab_minutes(path: Path) -> int:

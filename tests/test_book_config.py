@@ -149,6 +149,22 @@ def test_landing_page_map_follows_the_toc():
     assert "```{book-map}" in intro and "## Prerequisites" in intro and "## What you will be able to do" in intro
 
 
+def test_reading_time_counts_words_figures_and_tables(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("book_map", ROOT / "_ext" / "book_map.py")
+    book_map = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(book_map)
+    words = " ".join(["word"] * 1500)
+    page = tmp_path / "page.md"
+    page.write_text("---\ntitle: x\n---\n" + words + "\n\n| a | b |\n|---|:--:|\n| 1 | 2 |\n\n"
+                    "```{code-cell} ipython3\nplots.plot_sweep(rows)\n```\n\n"
+                    "```{code-cell} ipython3\nx = 1  # no figure\n```\n")
+    # the table's four cells are words too; the code cells are not
+    assert book_map.reading_counts(page) == {"words": 1504, "figures": 1, "tables": 1}
+    assert book_map.reading_minutes(page) == 15  # 1504 / 150 + 2, rounded up to 5
+
+
 CHAPTERS = sorted((ROOT / "chapters").glob("*.md"))
 CODE_CELL = re.compile(r"```\{code-cell\}[^\n]*\n(.*?)```", re.S)
 
